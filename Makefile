@@ -1,0 +1,36 @@
+# Two commands on a fresh machine (Go installed): `make run`, `make test`.
+GO      ?= go
+BIN     := bin
+PKGS    := ./...
+
+.PHONY: build run test test-short bench fuzz lint clean
+
+build:
+	$(GO) build $(PKGS)
+	$(GO) build -o $(BIN)/hello ./examples/hello
+
+# Until the frontend exists: the runtime's hello world, two processes on
+# this machine (file discovery, TCP request plane, no etcd or NATS needed).
+run: build
+	./scripts/run-hello.sh
+
+test: lint
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+# Benchmarks of the request planes; results go in docs/benchmarks.md.
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./pkg/runtime/ ./pkg/runtime/internal/...
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzReadMessage -fuzztime=30s ./pkg/runtime/internal/codec/
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,128 @@
+package archtest
+
+import (
+	"fmt"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+)
+
+// Module is the module path of this repository.
+const Module = "github.com/dynamo-go/dynamo"
+
+// Allowed maps a package tree (by module-relative path) to the project
+// trees it may import. A tree may always import within itself. Trees not
+// listed here under pkg/ or internal/ are violations until added: a new
+// package has to take its place in the pipeline.
+var Allowed = map[string][]string{
+	"pkg/openai":            {},
+	"pkg/kvblock":           {},
+	"pkg/runtime":           {},
+	"pkg/backend":           {"pkg/runtime", "pkg/kvblock"},
+	"pkg/mocker":            {"pkg/backend", "pkg/runtime", "pkg/kvblock"},
+	"pkg/router":            {"pkg/runtime", "pkg/backend", "pkg/kvblock"},
+	"pkg/migration":         {"pkg/router", "pkg/runtime", "pkg/backend"},
+	"pkg/preprocessor":      {"pkg/migration", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/openai"},
+	"pkg/frontend":          {"pkg/preprocessor", "pkg/migration", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/openai", "pkg/kvblock"},
+	"internal/testenv":      {},
+	"internal/archtest":     {},
+	"internal/runtimeflags": {"pkg/runtime"},
+}
+
+// Unrestricted trees compose everything: binaries, examples, end-to-end tests.
+var Unrestricted = []string{"cmd", "examples", "test"}
+
+// testOnly trees may be imported only from _test.go files (and unrestricted trees).
+var testOnly = []string{"internal/testenv"}
+
+// Check walks fsys (the repository root) and returns one line per import
+// that breaks the rules, sorted.
+func Check(fsys fs.FS) ([]string, error) {
+	var bad []string
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); p != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		src, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, src, parser.ImportsOnly)
+		if err != nil {
+			return fmt.Errorf("archtest: %s: %w", p, err)
+		}
+		isTest := strings.HasSuffix(p, "_test.go")
+		for _, imp := range f.Imports {
+			target := strings.Trim(imp.Path.Value, `"`)
+			if target != Module && !strings.HasPrefix(target, Module+"/") {
+				continue
+			}
+			if msg := violation(path.Dir(p), strings.TrimPrefix(strings.TrimPrefix(target, Module), "/"), isTest); msg != "" {
+				bad = append(bad, fmt.Sprintf("%s imports %s: %s", p, target, msg))
+			}
+		}
+		return nil
+	})
+	sort.Strings(bad)
+	return bad, err
+}
+
+func violation(from, to string, isTest bool) string {
+	if tree(from, Unrestricted) != "" {
+		return ""
+	}
+	if tree(to, testOnly) != "" && !isTest {
+		return "test infrastructure in production code"
+	}
+	own := owner(from)
+	if own == "" {
+		return "package " + from + " has no place in archtest.Allowed"
+	}
+	if isTest && tree(to, testOnly) != "" {
+		return ""
+	}
+	if within(to, own) {
+		return ""
+	}
+	for _, ok := range Allowed[own] {
+		if within(to, ok) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("%s may import only %v (imports point along the pipeline)", own, Allowed[own])
+}
+
+// owner returns the longest tree in Allowed that contains dir.
+func owner(dir string) string {
+	keys := make([]string, 0, len(Allowed))
+	for k := range Allowed {
+		keys = append(keys, k)
+	}
+	return tree(dir, keys)
+}
+
+func tree(dir string, trees []string) string {
+	best := ""
+	for _, t := range trees {
+		if within(dir, t) && len(t) > len(best) {
+			best = t
+		}
+	}
+	return best
+}
+
+func within(dir, t string) bool {
+	return dir == t || strings.HasPrefix(dir, t+"/")
+}

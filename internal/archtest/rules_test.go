@@ -1,0 +1,62 @@
+package archtest
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// TestRepositoryImportsFollowThePipeline is the guard itself.
+func TestRepositoryImportsFollowThePipeline(t *testing.T) {
+	bad, err := Check(os.DirFS("../.."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bad {
+		t.Error(b)
+	}
+}
+
+// TestCheckCatchesViolations proves the guard can fail.
+func TestCheckCatchesViolations(t *testing.T) {
+	file := func(imports ...string) *fstest.MapFile {
+		var b strings.Builder
+		b.WriteString("package p\nimport (\n")
+		for _, i := range imports {
+			b.WriteString("\t\"" + Module + "/" + i + "\"\n")
+		}
+		b.WriteString(")\n")
+		return &fstest.MapFile{Data: []byte(b.String())}
+	}
+	fsys := fstest.MapFS{
+		"pkg/runtime/r.go":             file("pkg/router"),                           // against the pipeline
+		"pkg/router/r.go":              file("pkg/runtime", "pkg/runtime/discovery"), // fine
+		"pkg/openai/o.go":              file("pkg/backend"),                          // leaf importing up
+		"pkg/router/x.go":              file("internal/testenv"),                     // test infra in prod
+		"pkg/router/x_test.go":         file("internal/testenv"),                     // fine in a test
+		"pkg/newthing/n.go":            file("pkg/runtime"),                          // not placed
+		"cmd/frontend/main.go":         file("pkg/frontend", "internal/testenv"),     // unrestricted
+		"pkg/migration/m.go":           file("pkg/router"),                           // fine
+		"pkg/router/kv/kv.go":          file("pkg/router"),                           // own tree
+		"pkg/backend/backendtest/k.go": file("pkg/backend"),                          // own tree
+	}
+	bad, err := Check(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"pkg/newthing/n.go imports",
+		"pkg/openai/o.go imports",
+		"pkg/router/x.go imports",
+		"pkg/runtime/r.go imports",
+	}
+	if len(bad) != len(want) {
+		t.Fatalf("violations:\n%s\nwant %d", strings.Join(bad, "\n"), len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(bad[i], w) {
+			t.Errorf("violation %d = %q, want prefix %q", i, bad[i], w)
+		}
+	}
+}

@@ -1,0 +1,482 @@
+package discovery
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+)
+
+// EtcdConfig configures an Etcd store.
+type EtcdConfig struct {
+	// Endpoints are the etcd client URLs, e.g. "http://127.0.0.1:2379".
+	// Required.
+	Endpoints []string
+	// TTL is the lease TTL, rounded up to whole seconds (etcd may grant
+	// more). Zero means DefaultTTL.
+	TTL time.Duration
+	// DialTimeout bounds each connection attempt, the keep-alive attempts'
+	// ceiling and the lease revocation in Close. Zero means 5 s.
+	DialTimeout time.Duration
+	// Username and Password enable etcd authentication when both are set.
+	Username, Password string
+	// TLS, if set, is used to connect (https endpoints).
+	TLS *tls.Config
+	// Logger receives connection, keep-alive and watch warnings. Nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// Etcd is a Store in etcd (the "etcd" discovery back-end). Every key it
+// writes is attached to one lease per process, whose id is the instance id.
+// Run keeps the lease alive; Close revokes it, so the keys vanish at once;
+// if the process dies they vanish after the TTL.
+//
+// Etcd remembers the keys it owns (written by Create or Put, not removed by
+// Delete). When a keep-alive succeeds after an interruption (etcd
+// unreachable or restarted), it re-creates any owned key that is missing,
+// under the same lease.
+type Etcd struct {
+	cli         *clientv3.Client
+	lease       clientv3.LeaseID
+	ttl         time.Duration // as granted
+	dialTimeout time.Duration
+	log         *slog.Logger
+	*life
+
+	mu    sync.Mutex        // serializes writes and re-creation
+	owned map[string][]byte // keys written under the lease
+
+	runMu   sync.Mutex // held by Run
+	expires time.Time  // when the lease expires unless kept alive; under runMu
+	term    uint64     // raft term of the last keep-alive; under runMu
+}
+
+var _ Store = (*Etcd)(nil)
+
+// Timings of the etcd store.
+const (
+	defaultDialTimeout = 5 * time.Second
+	maxRetryDelay      = 2 * time.Second
+	// keepAliveRetry is the pause between failed keep-alive attempts.
+	keepAliveRetry = 500 * time.Millisecond
+)
+
+// NewEtcd connects to etcd and grants the store's lease. It retries until
+// it succeeds or ctx ends; the caller bounds start-up time with ctx. It
+// starts nothing in the background; call Run to keep the lease alive.
+func NewEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, errors.New("discovery: etcd store: no Endpoints")
+	}
+	if cfg.TTL < 0 || cfg.DialTimeout < 0 {
+		return nil, errors.New("discovery: etcd store: negative TTL or DialTimeout")
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = defaultDialTimeout
+	}
+	log := orDiscard(cfg.Logger)
+	ccfg := clientv3.Config{
+		Endpoints:            cfg.Endpoints,
+		DialTimeout:          cfg.DialTimeout,
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: 5 * time.Second,
+		Username:             cfg.Username,
+		Password:             cfg.Password,
+		TLS:                  cfg.TLS,
+		Logger:               zap.NewNop(),
+		DialOptions: []grpc.DialOption{
+			// Reconnect within a second or so of etcd coming back, rather
+			// than after gRPC's default backoff of up to two minutes.
+			grpc.WithConnectParams(grpc.ConnectParams{
+				Backoff: backoff.Config{
+					BaseDelay:  100 * time.Millisecond,
+					Multiplier: 1.6,
+					Jitter:     0.2,
+					MaxDelay:   time.Second,
+				},
+				MinConnectTimeout: cfg.DialTimeout,
+			}),
+		},
+	}
+	ttlSeconds := int64((cfg.TTL + time.Second - 1) / time.Second)
+	var (
+		cli   *clientv3.Client
+		err   error
+		delay = 100 * time.Millisecond
+	)
+	for {
+		if cli == nil {
+			cli, err = clientv3.New(ccfg)
+		}
+		if cli != nil {
+			var resp *clientv3.LeaseGrantResponse
+			gctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+			granted := time.Now()
+			resp, err = cli.Grant(gctx, ttlSeconds)
+			cancel()
+			if err == nil {
+				ttl := time.Duration(resp.TTL) * time.Second
+				return &Etcd{
+					cli:         cli,
+					lease:       resp.ID,
+					ttl:         ttl,
+					dialTimeout: cfg.DialTimeout,
+					log:         log,
+					life:        newLife(),
+					owned:       make(map[string][]byte),
+					expires:     granted.Add(ttl),
+					term:        resp.RaftTerm,
+				}, nil
+			}
+		}
+		log.Warn("discovery: connect to etcd", "endpoints", cfg.Endpoints, "err", err)
+		select {
+		case <-ctx.Done():
+			if cli != nil {
+				cli.Close()
+			}
+			return nil, fmt.Errorf("discovery: connect to etcd %v: %w (last error: %w)", cfg.Endpoints, ctx.Err(), err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, maxRetryDelay)
+	}
+}
+
+// ID returns the lease id.
+func (e *Etcd) ID() uint64 { return uint64(e.lease) }
+
+// Create writes key=value under the lease if key is absent; see Store.
+func (e *Etcd) Create(ctx context.Context, key string, value []byte) error {
+	if err := e.check("create"); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	resp, err := e.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.Version(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(value), clientv3.WithLease(e.lease))).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		return e.wrap("create", key, err)
+	}
+	if resp.Succeeded {
+		e.owned[key] = bytes.Clone(value)
+		return nil
+	}
+	for _, r := range resp.Responses {
+		for _, kv := range r.GetResponseRange().GetKvs() {
+			if !bytes.Equal(kv.Value, value) {
+				return fmt.Errorf("%w: %q", ErrExists, key)
+			}
+			if kv.Lease == int64(e.lease) {
+				e.owned[key] = bytes.Clone(value)
+			}
+		}
+	}
+	return nil
+}
+
+// Put writes key=value under the lease; see Store.
+func (e *Etcd) Put(ctx context.Context, key string, value []byte) error {
+	if err := e.check("put"); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, err := e.cli.Put(ctx, key, string(value), clientv3.WithLease(e.lease)); err != nil {
+		return e.wrap("put", key, err)
+	}
+	e.owned[key] = bytes.Clone(value)
+	return nil
+}
+
+// Delete removes key, whoever wrote it; see Store.
+func (e *Etcd) Delete(ctx context.Context, key string) error {
+	if err := e.check("delete"); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, err := e.cli.Delete(ctx, key); err != nil {
+		return e.wrap("delete", key, err)
+	}
+	delete(e.owned, key)
+	return nil
+}
+
+// List returns the entries under prefix, sorted by key.
+func (e *Etcd) List(ctx context.Context, prefix string) ([]KeyValue, error) {
+	if err := e.check("list"); err != nil {
+		return nil, err
+	}
+	kvs, _, err := e.list(ctx, prefix)
+	return kvs, err
+}
+
+// list returns the entries under prefix and the revision they were read at.
+func (e *Etcd) list(ctx context.Context, prefix string) ([]KeyValue, int64, error) {
+	resp, err := e.cli.Get(ctx, prefix, clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	if err != nil {
+		return nil, 0, e.wrap("list", prefix, err)
+	}
+	kvs := make([]KeyValue, len(resp.Kvs))
+	for i, kv := range resp.Kvs {
+		kvs[i] = KeyValue{Key: string(kv.Key), Value: kv.Value}
+	}
+	return kvs, resp.Header.Revision, nil
+}
+
+// Watch lists prefix at revision R, sends the EventResync, then reports
+// the changes from R+1 on; see Store. If the etcd watch breaks (compaction,
+// lost leader, cancellation by the server), it lists again, sends a new
+// EventResync and watches from there, until ctx ends or the store stops.
+func (e *Etcd) Watch(ctx context.Context, prefix string) (<-chan Event, error) {
+	if err := e.check("watch"); err != nil {
+		return nil, err
+	}
+	kvs, rev, err := e.list(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan Event)
+	err = e.goWatch(ctx, func(ctx context.Context) {
+		defer close(out)
+		e.watch(ctx, prefix, kvs, rev, out)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: watch", err)
+	}
+	return out, nil
+}
+
+// watch is the loop of one Watch, starting from a list at rev.
+func (e *Etcd) watch(ctx context.Context, prefix string, kvs []KeyValue, rev int64, out chan<- Event) {
+	delay := 100 * time.Millisecond
+	for {
+		if !send(ctx, out, resync(kvs)) {
+			return
+		}
+		started := time.Now()
+		err := e.follow(ctx, prefix, rev, out)
+		if ctx.Err() != nil {
+			return
+		}
+		e.log.Warn("discovery: etcd watch broke; listing again", "prefix", prefix, "err", err)
+		if time.Since(started) > time.Minute {
+			delay = 100 * time.Millisecond
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
+			delay = min(2*delay, maxRetryDelay)
+			kvs, rev, err = e.list(ctx, prefix)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			e.log.Warn("discovery: etcd watch: list", "prefix", prefix, "err", err)
+		}
+	}
+}
+
+// follow sends the events under prefix from rev+1 on, until the etcd watch
+// ends. It returns why it ended.
+func (e *Etcd) follow(ctx context.Context, prefix string, rev int64, out chan<- Event) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wch := e.cli.Watch(clientv3.WithRequireLeader(ctx), prefix,
+		clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	for resp := range wch {
+		if err := resp.Err(); err != nil {
+			return err
+		}
+		for _, ev := range resp.Events {
+			change := Event{Type: EventPut, Key: string(ev.Kv.Key), Value: ev.Kv.Value}
+			if ev.Type == clientv3.EventTypeDelete {
+				change = Event{Type: EventDelete, Key: string(ev.Kv.Key)}
+			}
+			if !send(ctx, out, change) {
+				return ctx.Err()
+			}
+		}
+	}
+	return errors.New("watch channel closed")
+}
+
+// Run keeps the lease alive with a keep-alive every TTL/2 until ctx ends or
+// the store is closed (nil). When a keep-alive fails it retries every
+// 500 ms for as long as the lease may still be alive; if etcd reports the
+// lease gone, or the lease has expired before etcd could be reached, Done is
+// closed with ErrLeaseLost and Run returns ErrLeaseLost. After an
+// interruption it re-creates missing owned keys. Run must not be called
+// twice at the same time.
+func (e *Etcd) Run(ctx context.Context) error {
+	if !e.runMu.TryLock() {
+		return errors.New("discovery: etcd store: Run is already running")
+	}
+	defer e.runMu.Unlock()
+	if err := e.Err(); err != nil {
+		return e.runResult()
+	}
+	ctx, cancel := e.runContext(ctx)
+	defer cancel()
+
+	interval := e.ttl / 2
+	attempt := min(max(e.ttl/3, keepAliveRetry), e.dialTimeout)
+	interrupted := false
+	timer := time.NewTimer(0) // first keep-alive at once
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		}
+		if e.stopping(ctx) {
+			return nil
+		}
+		left := time.Until(e.expires)
+		if left <= 0 {
+			e.log.Error("discovery: etcd lease expired while etcd was unreachable", "lease", e.ID())
+			return e.lost()
+		}
+		sent := time.Now()
+		actx, acancel := context.WithTimeout(ctx, min(attempt, left))
+		resp, err := e.cli.KeepAliveOnce(actx, e.lease)
+		acancel()
+		switch {
+		case e.stopping(ctx):
+			return nil
+		case err == nil:
+			e.expires = sent.Add(time.Duration(resp.TTL) * time.Second)
+			if resp.RaftTerm != e.term {
+				interrupted = true // etcd restarted or elected a new leader
+				e.term = resp.RaftTerm
+			}
+			if interrupted {
+				interrupted = e.recreate(ctx) != nil
+			}
+			timer.Reset(interval)
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			e.log.Error("discovery: etcd lease not found", "lease", e.ID())
+			return e.lost()
+		default:
+			if !interrupted {
+				e.log.Warn("discovery: etcd keep-alive failed; retrying", "lease", e.ID(), "err", err)
+			}
+			interrupted = true
+			timer.Reset(keepAliveRetry)
+		}
+	}
+}
+
+// recreate puts back the owned keys that are missing, under the lease.
+func (e *Etcd) recreate(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, e.dialTimeout)
+	defer cancel()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, key := range slices.Sorted(maps.Keys(e.owned)) {
+		resp, err := e.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.Version(key), "=", 0)).
+			Then(clientv3.OpPut(key, string(e.owned[key]), clientv3.WithLease(e.lease))).
+			Commit()
+		if err != nil {
+			e.log.Warn("discovery: etcd: re-create owned keys", "key", key, "err", err)
+			return err
+		}
+		if resp.Succeeded {
+			e.log.Info("discovery: etcd: re-created missing key", "key", key, "lease", e.ID())
+		}
+	}
+	return nil
+}
+
+// Close revokes the lease, so that every key of this store vanishes at
+// once, ends the watches and closes the client. It is idempotent.
+func (e *Etcd) Close() error {
+	if !e.stop() {
+		return nil
+	}
+	var errs []error
+	ctx, cancel := context.WithTimeout(context.Background(), e.dialTimeout)
+	_, err := e.cli.Revoke(ctx, e.lease)
+	cancel()
+	if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		errs = append(errs, fmt.Errorf("discovery: revoke lease %x: %w", e.ID(), err))
+	}
+	e.wait()
+	if err := e.cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		errs = append(errs, fmt.Errorf("discovery: close etcd client: %w", err))
+	}
+	e.mu.Lock()
+	clear(e.owned)
+	e.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// Orphan stops keeping the lease alive and closes the client without
+// revoking the lease, as if the process had died: the keys expire after
+// the TTL. Done is closed with ErrClosed, watches end and Run returns nil.
+// Close is then a no-op. (etcd's concurrency.Session has the same idea.)
+func (e *Etcd) Orphan() {
+	if !e.stop() {
+		return
+	}
+	e.wait()
+	e.cli.Close()
+}
+
+// lost closes Done with ErrLeaseLost and returns what Run should return.
+func (e *Etcd) lost() error {
+	e.lose()
+	return e.runResult()
+}
+
+// runResult is what Run returns once Done is closed: ErrLeaseLost, or nil
+// if the store was closed.
+func (e *Etcd) runResult() error {
+	if err := e.Err(); errors.Is(err, ErrLeaseLost) {
+		return err
+	}
+	return nil
+}
+
+// stopping reports whether Run should return: its ctx ended or the store
+// stopped. (ctx follows the store's stop only asynchronously.)
+func (e *Etcd) stopping(ctx context.Context) bool {
+	return ctx.Err() != nil || e.life.ctx.Err() != nil
+}
+
+// wrap wraps an etcd error for op on key. A missing lease means the lease
+// is lost: Done is closed and the error wraps ErrLeaseLost.
+func (e *Etcd) wrap(op, key string, err error) error {
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		e.lose()
+		return fmt.Errorf("%w: %s %q: %w", ErrLeaseLost, op, key, err)
+	}
+	return fmt.Errorf("discovery: %s %q: %w", op, key, err)
+}

@@ -1,0 +1,49 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestErrorSurvivesJSONAndMatchesClass(t *testing.T) {
+	orig := fmt.Errorf("engine: %w", &Error{Type: TypeEngineShutdown, Message: "draining", Cause: &Error{Type: TypeCancelled, Message: "stop"}})
+	b, err := json.Marshal(AsError(orig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *Error
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(got, ErrEngineShutdown) {
+		t.Fatalf("decoded %v (%s) does not match ErrEngineShutdown", got, b)
+	}
+	if !errors.Is(got, ErrCancelled) {
+		t.Fatal("cause chain lost: want Cancelled in the chain")
+	}
+	if errors.Is(got, ErrDisconnected) {
+		t.Fatal("EngineShutdown must not match Disconnected")
+	}
+	if !IsInstanceFault(got) {
+		t.Fatal("EngineShutdown is an instance fault")
+	}
+}
+
+func TestErrorDisplayAndLegacyType(t *testing.T) {
+	e := NewError(TypeDisconnected, MsgStreamEnded)
+	if e.Error() != "Disconnected: Stream ended before generation completed" {
+		t.Fatalf("Error() = %q", e.Error())
+	}
+	var legacy Error
+	if err := json.Unmarshal([]byte(`{"error_type":{"Backend":"EngineShutdown"},"message":"x"}`), &legacy); err != nil {
+		t.Fatal(err)
+	}
+	if legacy.Type != TypeEngineShutdown {
+		t.Fatalf("legacy type = %q", legacy.Type)
+	}
+	if TypeOf(errors.New("plain")) != TypeUnknown || AsError(errors.New("plain")).Type != TypeUnknown {
+		t.Fatal("a plain error must classify as Unknown")
+	}
+}

@@ -1,0 +1,205 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+	"github.com/dynamo-go/dynamo/pkg/runtime/discovery"
+	"github.com/dynamo-go/dynamo/pkg/runtime/internal/tcpplane"
+)
+
+// A worker process killed mid-stream: the caller gets the typed
+// Disconnected error within a second, and the instance disappears from
+// discovery when its lease expires.
+func TestWorkerCrashMidStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	forEach(t, matrix[:4], func(t *testing.T, c *cluster) {
+		c.ttl = 2 * time.Second
+		caller := c.start(t)
+		w := startWorkerProcess(t, c)
+		cl := client(t, caller, 1)
+		if cl.InstanceIDs()[0] != w.id {
+			t.Fatalf("discovered %x, want the worker process's %x", cl.InstanceIDs()[0], w.id)
+		}
+		var killedAt time.Time
+		rc := runtime.NewContext(t.Context(), "")
+		got, err := collect(rc, cl, w.id, countRequest{N: 1_000_000, DelayUS: 1000}, func(n int) {
+			if n == 20 {
+				killedAt = time.Now()
+				_ = w.cmd.Process.Signal(syscall.SIGKILL)
+			}
+		})
+		elapsed := time.Since(killedAt)
+		if !errors.Is(err, runtime.ErrDisconnected) || !strings.Contains(err.Error(), runtime.MsgStreamEnded) {
+			t.Fatalf("Call after the worker died = %v, want Disconnected: %s", err, runtime.MsgStreamEnded)
+		}
+		if elapsed > time.Second {
+			t.Fatalf("the disconnect surfaced after %s, want < 1s", elapsed)
+		}
+		if len(got) < 21 {
+			t.Fatalf("got %d items before the crash, want at least 21", len(got))
+		}
+		checkSequence(t, got, len(got))
+		// Nobody revoked the lease: it must expire.
+		waitFor(t, c.ttl+10*time.Second, "the dead worker's lease to expire", func() bool { return len(cl.InstanceIDs()) == 0 })
+	})
+}
+
+// A request whose worker acked but never called home fails as soon as the
+// instance leaves discovery, and new calls to it fail fast for a while.
+func TestPendingCallFailsWhenInstanceLeaves(t *testing.T) {
+	c := newCluster(t, setup{runtime.DiscoveryEtcd, runtime.PlaneTCP})
+	caller := c.start(t)
+	// A fake worker: accepts requests, never calls home.
+	srv, err := tcpplane.Listen(tcpplane.ServerConfig{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go srv.Run(ctx)
+	defer func() { cancel(); srv.Close() }()
+	const id = 0xfeed
+	srv.Register(runtime.TCPRoutingKey(testEndpoint, id), func(map[string]string, []byte) error { return nil })
+
+	other, err := runtime.New(t.Context(), c.config(), runtime.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	rec, _ := json.Marshal(runtime.Instance{Namespace: "test", Component: "worker", Endpoint: "generate", ID: id,
+		Transport: runtime.Transport{TCP: srv.Addr() + "/" + runtime.TCPRoutingKey(testEndpoint, id)}})
+	key := runtime.InstanceKey(testEndpoint, id)
+	if err := other.Store().Create(t.Context(), key, rec); err != nil {
+		t.Fatal(err)
+	}
+	cl := client(t, caller, 1)
+
+	result := make(chan error, 1)
+	go func() {
+		_, err := collect(runtime.NewContext(t.Context(), ""), cl, id, countRequest{N: 1}, nil)
+		result <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the request is acked and pending
+	removed := time.Now()
+	if err := other.Store().Delete(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-result:
+		if !errors.Is(err, runtime.ErrDisconnected) || !strings.Contains(err.Error(), runtime.MsgNotEstablished) {
+			t.Fatalf("pending call = %v, want Disconnected: %s", err, runtime.MsgNotEstablished)
+		}
+		if d := time.Since(removed); d > 2*time.Second {
+			t.Fatalf("pending call failed %s after the removal", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("pending call still waiting 10s after its instance left discovery")
+	}
+}
+
+// Losing the lease (here: revoked behind the runtime's back) closes Done,
+// stops serving, and makes Run return ErrLeaseLost.
+func TestLeaseLostStopsTheWorker(t *testing.T) {
+	c := newCluster(t, setup{runtime.DiscoveryEtcd, runtime.PlaneTCP})
+	worker := c.start(t)
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- worker.Endpoint(testEndpoint).Serve(context.Background(), newCounter()) }()
+	caller := c.start(t)
+	client(t, caller, 1)
+
+	raw, err := clientv3.New(clientv3.Config{Endpoints: []string{c.etcd.URL}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Revoke(t.Context(), clientv3.LeaseID(worker.InstanceID())); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-worker.Done():
+	case <-time.After(15 * time.Second):
+		t.Fatal("Done not closed after the lease was revoked")
+	}
+	select {
+	case err := <-serveDone:
+		if !errors.Is(err, discovery.ErrLeaseLost) {
+			t.Fatalf("Serve = %v, want ErrLeaseLost", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Serve still running after the lease was lost")
+	}
+	select {
+	case err := <-worker.done:
+		if !errors.Is(err, discovery.ErrLeaseLost) {
+			t.Fatalf("Run = %v, want ErrLeaseLost", err)
+		}
+		close(worker.done)
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run still running after the lease was lost")
+	}
+}
+
+// NATS restarts under a running worker and caller: both reconnect and
+// calls work again.
+func TestNATSRestartIsSurvived(t *testing.T) {
+	c := newCluster(t, setup{runtime.DiscoveryEtcd, runtime.PlaneNATS})
+	worker, caller := c.start(t), c.start(t)
+	serve(t, worker, newCounter())
+	cl := client(t, caller, 1)
+	call := func() error {
+		got, err := collect(runtime.NewContext(t.Context(), ""), cl, worker.InstanceID(), countRequest{N: 50}, nil)
+		if err == nil && len(got) != 50 {
+			return errors.New("short stream")
+		}
+		return err
+	}
+	if err := call(); err != nil {
+		t.Fatal(err)
+	}
+	c.nats.Stop()
+	if err := call(); !errors.Is(err, runtime.ErrCannotConnect) {
+		t.Fatalf("call with NATS down = %v, want CannotConnect", err)
+	}
+	if err := c.nats.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "calls to work after the NATS restart", func() bool { return call() == nil })
+}
+
+// etcd restarts under a running worker and caller: the lease survives, the
+// instance stays discovered, calls work, and new registrations are seen.
+func TestEtcdRestartIsSurvived(t *testing.T) {
+	c := newCluster(t, setup{runtime.DiscoveryEtcd, runtime.PlaneTCP})
+	worker, caller := c.start(t), c.start(t)
+	serve(t, worker, newCounter())
+	cl := client(t, caller, 1)
+
+	c.etcd.Stop()
+	time.Sleep(time.Second)
+	if err := c.etcd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-worker.Done():
+		t.Fatal("the worker gave up its lease over a short etcd restart")
+	default:
+	}
+	got, err := collect(runtime.NewContext(t.Context(), ""), cl, worker.InstanceID(), countRequest{N: 100}, nil)
+	if err != nil {
+		t.Fatalf("call after etcd restart: %v", err)
+	}
+	checkSequence(t, got, 100)
+	second := c.start(t)
+	serve(t, second, newCounter())
+	waitFor(t, 20*time.Second, "a worker started after the restart to be discovered", func() bool { return len(cl.InstanceIDs()) == 2 })
+}

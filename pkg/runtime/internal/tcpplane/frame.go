@@ -1,0 +1,128 @@
+package tcpplane
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"unicode/utf8"
+)
+
+// DefaultMaxMessageSize bounds path+headers+payload of one request when a
+// config leaves MaxMessageSize at 0: 32 MiB (DYN_TCP_MAX_MESSAGE_SIZE).
+const DefaultMaxMessageSize = 32 << 20
+
+// Ack texts the server sends on its own behalf.
+const (
+	ackUnknownEndpoint = "Unknown endpoint: "
+	ackTooLarge        = "message too large"
+	ackBadHeaders      = "invalid headers: "
+)
+
+// maxAckText bounds the error text a client accepts in one ack.
+const maxAckText = 1 << 20
+
+// encodeRequest builds one request frame in a single allocation.
+func encodeRequest(path string, headers map[string]string, payload []byte, maxSize int) ([]byte, error) {
+	var hdr []byte
+	if len(headers) > 0 {
+		hdr = appendHeaders(make([]byte, 0, 64*len(headers)), headers)
+	}
+	switch {
+	case len(path) > math.MaxUint16:
+		return nil, fmt.Errorf("%w: path is %d bytes, limit %d", ErrTooLarge, len(path), math.MaxUint16)
+	case len(hdr) > math.MaxUint16:
+		return nil, fmt.Errorf("%w: headers are %d bytes, limit %d", ErrTooLarge, len(hdr), math.MaxUint16)
+	case uint64(len(path))+uint64(len(hdr))+uint64(len(payload)) > uint64(maxSize) || uint64(len(payload)) > math.MaxUint32:
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(path)+len(hdr)+len(payload), maxSize)
+	}
+	b := make([]byte, 0, 2+len(path)+2+len(hdr)+4+len(payload))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(path)))
+	b = append(b, path...)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(hdr)))
+	b = append(b, hdr...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
+	b = append(b, payload...)
+	return b, nil
+}
+
+// decodeHeaders parses the headers section. Empty input and "{}" yield nil.
+func decodeHeaders(b []byte) (map[string]string, error) {
+	if len(b) == 0 || string(b) == "{}" {
+		return nil, nil
+	}
+	var h map[string]string
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func maxSizeOr(n int) int {
+	if n <= 0 {
+		return DefaultMaxMessageSize
+	}
+	return n
+}
+
+// appendHeaders appends headers as a JSON object. It matches
+// encoding/json's output except for key order and HTML escaping, neither
+// of which the reader cares about.
+func appendHeaders(b []byte, headers map[string]string) []byte {
+	b = append(b, '{')
+	first := true
+	for k, v := range headers {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = appendJSONString(b, v)
+	}
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string literal. Invalid UTF-8 is
+// replaced by U+FFFD, as encoding/json does.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, "\\ufffd"...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,317 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dynamo-go/dynamo/pkg/runtime/discovery"
+)
+
+// ErrRuntimeClosed is returned by calls on a runtime that is shutting down.
+var ErrRuntimeClosed = errors.New("runtime: closed")
+
+// Deps are the collaborators a runtime is given rather than builds.
+type Deps struct {
+	// Logger receives the runtime's few log lines (nil: discard).
+	Logger *slog.Logger
+	// Registry receives the runtime metrics and is served on the status
+	// server's /metrics (nil: a new registry).
+	Registry *prometheus.Registry
+	// MemSpace is shared by the runtimes of one process that use the mem
+	// discovery back-end (nil: a space of this runtime's own).
+	MemSpace *discovery.MemSpace
+}
+
+// DistributedRuntime is one process's membership in a Dynamo deployment:
+// its discovery lease, its request plane, the server workers call home to,
+// and the endpoints it serves or calls. Create it with New, run it with Run,
+// and derive Namespace -> Component -> Endpoint from it.
+type DistributedRuntime struct {
+	cfg      Config
+	log      *slog.Logger
+	store    discovery.Store
+	nc       *nats.Conn
+	plane    requestPlane
+	bg       *background
+	registry *prometheus.Registry
+	metrics  *metrics
+	health   *health
+	tracker  *tracker
+
+	shutdown     chan struct{} // closed when endpoint shutdown begins
+	shutdownOnce sync.Once
+	closeOnce    sync.Once
+
+	mu      sync.Mutex
+	streams *streamServer
+	clients map[EndpointID]*Client
+	status  *statusServer
+}
+
+// New connects to discovery (and NATS for the nats request plane) and
+// obtains this process's instance id. Nothing is served until Run.
+// Call Run soon: it keeps the discovery lease alive.
+func New(ctx context.Context, cfg Config, deps Deps) (*DistributedRuntime, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	reg := deps.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	rt := &DistributedRuntime{
+		cfg:      cfg,
+		log:      log,
+		bg:       newBackground(log),
+		registry: reg,
+		metrics:  m,
+		health:   newHealth(cfg.StartReady),
+		tracker:  newTracker(),
+		shutdown: make(chan struct{}),
+		clients:  make(map[EndpointID]*Client),
+	}
+	connectCtx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+	if rt.store, err = openStore(connectCtx, cfg, deps, log); err != nil {
+		return nil, err
+	}
+	switch cfg.RequestPlane {
+	case PlaneNATS:
+		if rt.nc, err = connectNATS(connectCtx, cfg, log); err != nil {
+			rt.store.Close()
+			return nil, err
+		}
+		rt.plane = newNATSPlane(rt.nc, cfg.NATSRequestTimeout, log)
+	default:
+		rt.plane = newTCPPlane(cfg, log, rt.bg)
+	}
+	return rt, nil
+}
+
+func openStore(ctx context.Context, cfg Config, deps Deps, log *slog.Logger) (discovery.Store, error) {
+	switch cfg.Discovery {
+	case DiscoveryFile:
+		dir := cfg.FileDir
+		if dir == "" {
+			dir = filepath.Join(os.TempDir(), "dynamo_store_kv")
+		}
+		return discovery.NewFile(discovery.FileConfig{Dir: dir, TTL: cfg.LeaseTTL, Logger: log})
+	case DiscoveryMem:
+		space := deps.MemSpace
+		if space == nil {
+			space = discovery.NewMemSpace()
+		}
+		return space.NewStore(), nil
+	default:
+		s, err := discovery.NewEtcd(ctx, discovery.EtcdConfig{
+			Endpoints: cfg.EtcdEndpoints,
+			TTL:       cfg.LeaseTTL,
+			Username:  cfg.EtcdUsername,
+			Password:  cfg.EtcdPassword,
+			Logger:    log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("runtime: etcd at %v: %w", cfg.EtcdEndpoints, err)
+		}
+		return s, nil
+	}
+}
+
+func connectNATS(ctx context.Context, cfg Config, log *slog.Logger) (*nats.Conn, error) {
+	for {
+		nc, err := nats.Connect(cfg.NATSServer,
+			nats.Name("dynamo-go"),
+			nats.MaxReconnects(-1),
+			nats.ReconnectWait(250*time.Millisecond),
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				if err != nil {
+					log.Warn("runtime: nats disconnected", "err", err)
+				}
+			}),
+			nats.ReconnectHandler(func(*nats.Conn) { log.Info("runtime: nats reconnected") }),
+		)
+		if err == nil {
+			return nc, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("runtime: nats at %s: %w", cfg.NATSServer, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// InstanceID is this process's instance id (its discovery lease id).
+func (rt *DistributedRuntime) InstanceID() uint64 { return rt.store.ID() }
+
+// Config returns the effective configuration, defaults filled in.
+func (rt *DistributedRuntime) Config() Config { return rt.cfg }
+
+// Registry returns the Prometheus registry the runtime's metrics live in.
+func (rt *DistributedRuntime) Registry() *prometheus.Registry { return rt.registry }
+
+// Store returns the discovery store, for records other than endpoint
+// instances (model cards). Keys written through it live with the lease.
+func (rt *DistributedRuntime) Store() discovery.Store { return rt.store }
+
+// Done is closed when the discovery lease is lost or the runtime is closed.
+// A worker must stop serving then: its instance records are gone.
+func (rt *DistributedRuntime) Done() <-chan struct{} { return rt.store.Done() }
+
+// Run keeps the runtime alive until ctx ends or the lease is lost, then
+// shuts down in order: served endpoints unregister and drain (bounded by
+// Config.DrainTimeout), then the lease is revoked and connections close.
+// It returns nil after a clean shutdown and discovery.ErrLeaseLost if the
+// lease was lost.
+func (rt *DistributedRuntime) Run(ctx context.Context) error {
+	leaseErr := make(chan error, 1)
+	if !rt.bg.goRun("discovery keep-alive", func(c context.Context) error {
+		err := rt.store.Run(c)
+		leaseErr <- err
+		return err
+	}) {
+		return ErrRuntimeClosed
+	}
+	if rt.cfg.SystemPort != SystemPortDisabled {
+		s, err := rt.statusServer()
+		if err != nil {
+			rt.Close()
+			return err
+		}
+		rt.bg.goRun("status server", s.run)
+	}
+	var result error
+	select {
+	case <-ctx.Done():
+	case err := <-leaseErr:
+		if err != nil {
+			rt.log.Error("runtime: discovery lease lost; shutting down", "err", err)
+			result = err
+		}
+	case <-rt.shutdown:
+	}
+	rt.beginShutdown()
+	rt.tracker.wait(rt.cfg.DrainTimeout + 10*time.Second)
+	if err := rt.Close(); err != nil && result == nil {
+		result = err
+	}
+	return result
+}
+
+// Shutdown starts the ordered shutdown that Run performs when its context
+// ends: served endpoints unregister and drain, then Run closes the runtime.
+func (rt *DistributedRuntime) Shutdown() { rt.beginShutdown() }
+
+func (rt *DistributedRuntime) beginShutdown() {
+	rt.shutdownOnce.Do(func() { close(rt.shutdown) })
+}
+
+// Close stops everything at once: background tasks end, the lease is
+// revoked (this process's keys vanish), connections close. Prefer ending
+// Run's context, which drains first. Close is idempotent.
+func (rt *DistributedRuntime) Close() error {
+	var err error
+	rt.closeOnce.Do(func() {
+		rt.beginShutdown()
+		rt.bg.stop()
+		errs := []error{rt.plane.close(), rt.store.Close()}
+		if rt.nc != nil {
+			rt.nc.Close()
+		}
+		err = errors.Join(errs...)
+	})
+	return err
+}
+
+// streamServer returns the response stream server, starting it on first use.
+func (rt *DistributedRuntime) streamServer() (*streamServer, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.streams != nil {
+		return rt.streams, nil
+	}
+	s, err := listenStreams(rt.cfg, rt.log)
+	if err != nil {
+		return nil, err
+	}
+	if !rt.bg.goRun("response stream server", s.run) {
+		s.ln.Close()
+		return nil, ErrRuntimeClosed
+	}
+	rt.streams = s
+	return s, nil
+}
+
+// Namespace returns a namespace handle. Names are checked when used.
+func (rt *DistributedRuntime) Namespace(name string) Namespace {
+	return Namespace{rt: rt, name: name}
+}
+
+// Endpoint returns the handle of an endpoint given by its full id.
+func (rt *DistributedRuntime) Endpoint(id EndpointID) *Endpoint {
+	return &Endpoint{rt: rt, id: id}
+}
+
+// Namespace groups components. Namespaces are not registered anywhere.
+type Namespace struct {
+	rt   *DistributedRuntime
+	name string
+}
+
+// Name returns the namespace name.
+func (n Namespace) Name() string { return n.name }
+
+// Component returns a component of the namespace.
+func (n Namespace) Component(name string) Component {
+	return Component{rt: n.rt, namespace: n.name, name: name}
+}
+
+// Component is a named service within a namespace (e.g. "backend").
+type Component struct {
+	rt        *DistributedRuntime
+	namespace string
+	name      string
+}
+
+// Name returns the component name.
+func (c Component) Name() string { return c.name }
+
+// Endpoint returns an endpoint of the component.
+func (c Component) Endpoint(name string) *Endpoint {
+	return c.rt.Endpoint(EndpointID{Namespace: c.namespace, Component: c.name, Name: name})
+}
+
+// Endpoint is a named operation of a component (e.g. "generate"). A process
+// serves it with Serve; callers reach its instances through Client.
+type Endpoint struct {
+	rt *DistributedRuntime
+	id EndpointID
+}
+
+// ID returns the endpoint's full id.
+func (e *Endpoint) ID() EndpointID { return e.id }
+
+// streamsIfStarted returns the response stream server if it runs.
+func (rt *DistributedRuntime) streamsIfStarted() *streamServer {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.streams
+}

@@ -1,0 +1,201 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
+)
+
+const (
+	handshakeTimeout = 10 * time.Second
+	tombstoneTTL     = 5 * time.Second
+)
+
+// instanceRef names one instance of one endpoint.
+type instanceRef struct {
+	ep EndpointID
+	id uint64
+}
+
+// pendingStream is a response stream the caller registered and the worker
+// has not called home for yet.
+type pendingStream struct {
+	subject string
+	inst    instanceRef
+	ready   chan net.Conn // receives the connection after the handshake
+	gone    chan struct{} // closed when the instance left discovery
+}
+
+// streamServer is the caller's TCP server that workers call home to. One
+// listener per process, started on first use.
+type streamServer struct {
+	ln        net.Listener
+	advertise string
+	maxSize   int
+	log       *slog.Logger
+
+	mu         sync.Mutex
+	pending    map[string]*pendingStream
+	tombstones map[instanceRef]time.Time
+	handshakes map[net.Conn]struct{}
+	wg         sync.WaitGroup
+}
+
+func listenStreams(cfg Config, log *slog.Logger) (*streamServer, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.ResponseStreamBindHost(), fmt.Sprint(cfg.ResponseStreamPort)))
+	if err != nil {
+		return nil, fmt.Errorf("runtime: response stream server: %w", err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return &streamServer{
+		ln:         ln,
+		advertise:  net.JoinHostPort(cfg.ResponseStreamHost, port),
+		maxSize:    cfg.MaxMessageSize,
+		log:        log,
+		pending:    make(map[string]*pendingStream),
+		tombstones: make(map[instanceRef]time.Time),
+		handshakes: make(map[net.Conn]struct{}),
+	}, nil
+}
+
+// run accepts call-home connections until ctx ends.
+func (s *streamServer) run(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
+	defer stop()
+	defer s.wg.Wait()
+	defer s.closeHandshakes()
+	var delay time.Duration
+	for {
+		conn, err := s.ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			// Out of file descriptors and the like: back off, keep serving.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.log.Warn("runtime: response stream accept failed", "err", err, "retry_in", delay)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		setTCPOptions(conn)
+		s.mu.Lock()
+		s.handshakes[conn] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.handshake(conn)
+		}()
+	}
+}
+
+func (s *streamServer) closeHandshakes() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.handshakes {
+		c.Close()
+	}
+}
+
+// handshake reads the worker's first frame and hands the connection to the
+// pending stream it names.
+func (s *streamServer) handshake(conn net.Conn) {
+	defer func() {
+		s.mu.Lock()
+		delete(s.handshakes, conn)
+		s.mu.Unlock()
+	}()
+	_ = conn.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	msg, err := codec.ReadMessage(conn, s.maxSize)
+	var hs handshake
+	if err == nil {
+		err = json.Unmarshal(msg.Header, &hs)
+	}
+	if err != nil {
+		s.log.Warn("runtime: bad response stream handshake", "remote", conn.RemoteAddr(), "err", err)
+		conn.Close()
+		return
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	s.mu.Lock()
+	p := s.pending[hs.Subject]
+	delete(s.pending, hs.Subject)
+	s.mu.Unlock()
+	if p == nil || hs.StreamType != streamTypeResponse {
+		s.log.Debug("runtime: call-home for an unknown stream", "subject", hs.Subject)
+		conn.Close()
+		return
+	}
+	p.ready <- conn // buffered; only one connection per subject
+}
+
+// register creates a pending stream for a call to inst. It fails at once
+// if inst left discovery moments ago.
+func (s *streamServer) register(inst instanceRef) (*pendingStream, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if until, ok := s.tombstones[inst]; ok {
+		if time.Now().Before(until) {
+			return nil, NewError(TypeDisconnected, "instance %x of %s left discovery", inst.id, inst.ep.Path())
+		}
+		delete(s.tombstones, inst)
+	}
+	p := &pendingStream{
+		subject: uuid.NewString(),
+		inst:    inst,
+		ready:   make(chan net.Conn, 1),
+		gone:    make(chan struct{}),
+	}
+	s.pending[p.subject] = p
+	return p, nil
+}
+
+// release forgets p; a connection that arrives later is closed. It returns
+// a connection that arrived but was not taken, so the caller can close it.
+func (s *streamServer) release(p *pendingStream) {
+	s.mu.Lock()
+	delete(s.pending, p.subject)
+	s.mu.Unlock()
+	select {
+	case c := <-p.ready:
+		c.Close()
+	default:
+	}
+}
+
+// cancelInstance fails every pending stream of inst and refuses new ones
+// for a short while: the instance left discovery.
+func (s *streamServer) cancelInstance(inst instanceRef) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tombstones[inst] = time.Now().Add(tombstoneTTL)
+	for subj, p := range s.pending {
+		if p.inst == inst {
+			delete(s.pending, subj)
+			close(p.gone)
+		}
+	}
+}
+
+// clearTombstone is called when inst (re)appears in discovery.
+func (s *streamServer) clearTombstone(inst instanceRef) {
+	s.mu.Lock()
+	delete(s.tombstones, inst)
+	s.mu.Unlock()
+}
+
+func setTCPOptions(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+}

@@ -1,0 +1,102 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Wire messages of the request envelope and the response stream
+// (docs/protocol.md describes them in full).
+
+const (
+	maxControlHeader = 128 << 10
+
+	codecJSON = "json"
+
+	streamTypeResponse = "response"
+	transportTCPServer = "tcp_server"
+)
+
+// requestControl is the JSON header of a request envelope
+// (RequestControlMessage). The body of the envelope is the payload.
+type requestControl struct {
+	ID              string            `json:"id"`
+	RequestType     string            `json:"request_type"`
+	ResponseType    string            `json:"response_type"`
+	PayloadCodec    string            `json:"payload_codec,omitempty"`
+	ConnectionInfo  connectionInfo    `json:"connection_info"`
+	Metadata        map[string]string `json:"metadata,omitempty"`
+	FrontendSendTsN int64             `json:"frontend_send_ts_ns,omitempty"`
+}
+
+// connectionInfo tells the worker where to call home. Info is itself a JSON
+// string holding a tcpStreamInfo (double-encoded, as the reference system).
+type connectionInfo struct {
+	Transport string `json:"transport"`
+	Info      string `json:"info"`
+}
+
+type tcpStreamInfo struct {
+	Address    string `json:"address"`
+	Subject    string `json:"subject"`
+	Context    string `json:"context"`
+	StreamType string `json:"stream_type"`
+}
+
+// handshake is the first frame a worker sends after dialling the caller.
+type handshake struct {
+	Subject    string `json:"subject"`
+	StreamType string `json:"stream_type"`
+}
+
+// prologue is the second frame: whether the handler started. ErrorDetail is
+// our addition: the typed error, so its class survives the hop; peers that
+// only know "error" still get the text.
+type prologue struct {
+	Error       *string `json:"error"`
+	ErrorDetail *Error  `json:"error_detail,omitempty"`
+}
+
+// annotated is one response item (Annotated<T>): data, or an error event.
+type annotated struct {
+	Data    json.RawMessage `json:"data,omitempty"`
+	ID      string          `json:"id,omitempty"`
+	Event   string          `json:"event,omitempty"`
+	Comment []string        `json:"comment,omitempty"`
+	Error   *Error          `json:"error,omitempty"`
+}
+
+// streamWrapper is the body of a data frame (NetworkStreamWrapper).
+type streamWrapper struct {
+	Data          *annotated `json:"data,omitempty"`
+	CompleteFinal bool       `json:"complete_final"`
+}
+
+// Control messages: JSON strings in header-only frames.
+var (
+	ctrlStop     = []byte(`"stop"`)
+	ctrlKill     = []byte(`"kill"`)
+	ctrlSentinel = []byte(`"sentinel"`)
+)
+
+var completeFinalFrame = []byte(`{"complete_final":true}`)
+
+// appendDataFrame appends the wrapper for one data item without a
+// reflection round trip: {"data":{"data":<item>},"complete_final":false}.
+func appendDataFrame(dst, item []byte) []byte {
+	dst = append(dst, `{"data":{"data":`...)
+	dst = append(dst, item...)
+	return append(dst, `},"complete_final":false}`...)
+}
+
+func errorFrame(e *Error) ([]byte, error) {
+	return json.Marshal(streamWrapper{Data: &annotated{Event: "error", Error: e}})
+}
+
+func decodeControl(b []byte) (string, error) {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return "", fmt.Errorf("runtime: bad control message: %w", err)
+	}
+	return s, nil
+}
