@@ -88,6 +88,12 @@ func (s *streamServer) run(ctx context.Context) error {
 		}
 		delay = 0
 		setTCPOptions(conn)
+		// The caller closes each response stream first; without linger 0
+		// every call would leave a TIME_WAIT socket behind, and at a few
+		// thousand calls per second the loopback ports run out.
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
 		s.mu.Lock()
 		s.handshakes[conn] = struct{}{}
 		s.mu.Unlock()

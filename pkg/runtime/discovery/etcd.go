@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -70,8 +68,6 @@ var _ Store = (*Etcd)(nil)
 const (
 	defaultDialTimeout = 5 * time.Second
 	maxRetryDelay      = 2 * time.Second
-	// keepAliveRetry is the pause between failed keep-alive attempts.
-	keepAliveRetry = 500 * time.Millisecond
 )
 
 // NewEtcd connects to etcd and grants the store's lease. It retries until
@@ -157,6 +153,12 @@ func NewEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		delay = min(2*delay, maxRetryDelay)
 	}
 }
+
+// Done is closed when the lease is lost or the store is closed (or orphaned).
+func (e *Etcd) Done() <-chan struct{} { return e.life.Done() }
+
+// Err returns ErrLeaseLost or ErrClosed once Done is closed, nil before.
+func (e *Etcd) Err() error { return e.life.Err() }
 
 // ID returns the lease id.
 func (e *Etcd) ID() uint64 { return uint64(e.lease) }
@@ -244,179 +246,10 @@ func (e *Etcd) list(ctx context.Context, prefix string) ([]KeyValue, int64, erro
 	return kvs, resp.Header.Revision, nil
 }
 
-// Watch lists prefix at revision R, sends the EventResync, then reports
-// the changes from R+1 on; see Store. If the etcd watch breaks (compaction,
-// lost leader, cancellation by the server), it lists again, sends a new
-// EventResync and watches from there, until ctx ends or the store stops.
-func (e *Etcd) Watch(ctx context.Context, prefix string) (<-chan Event, error) {
-	if err := e.check("watch"); err != nil {
-		return nil, err
-	}
-	kvs, rev, err := e.list(ctx, prefix)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan Event)
-	err = e.goWatch(ctx, func(ctx context.Context) {
-		defer close(out)
-		e.watch(ctx, prefix, kvs, rev, out)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: watch", err)
-	}
-	return out, nil
-}
-
-// watch is the loop of one Watch, starting from a list at rev.
-func (e *Etcd) watch(ctx context.Context, prefix string, kvs []KeyValue, rev int64, out chan<- Event) {
-	delay := 100 * time.Millisecond
-	for {
-		if !send(ctx, out, resync(kvs)) {
-			return
-		}
-		started := time.Now()
-		err := e.follow(ctx, prefix, rev, out)
-		if ctx.Err() != nil {
-			return
-		}
-		e.log.Warn("discovery: etcd watch broke; listing again", "prefix", prefix, "err", err)
-		if time.Since(started) > time.Minute {
-			delay = 100 * time.Millisecond
-		}
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(delay):
-			}
-			delay = min(2*delay, maxRetryDelay)
-			kvs, rev, err = e.list(ctx, prefix)
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			e.log.Warn("discovery: etcd watch: list", "prefix", prefix, "err", err)
-		}
-	}
-}
-
-// follow sends the events under prefix from rev+1 on, until the etcd watch
-// ends. It returns why it ended.
-func (e *Etcd) follow(ctx context.Context, prefix string, rev int64, out chan<- Event) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	wch := e.cli.Watch(clientv3.WithRequireLeader(ctx), prefix,
-		clientv3.WithPrefix(), clientv3.WithRev(rev+1))
-	for resp := range wch {
-		if err := resp.Err(); err != nil {
-			return err
-		}
-		for _, ev := range resp.Events {
-			change := Event{Type: EventPut, Key: string(ev.Kv.Key), Value: ev.Kv.Value}
-			if ev.Type == clientv3.EventTypeDelete {
-				change = Event{Type: EventDelete, Key: string(ev.Kv.Key)}
-			}
-			if !send(ctx, out, change) {
-				return ctx.Err()
-			}
-		}
-	}
-	return errors.New("watch channel closed")
-}
-
-// Run keeps the lease alive with a keep-alive every TTL/2 until ctx ends or
-// the store is closed (nil). When a keep-alive fails it retries every
-// 500 ms for as long as the lease may still be alive; if etcd reports the
-// lease gone, or the lease has expired before etcd could be reached, Done is
-// closed with ErrLeaseLost and Run returns ErrLeaseLost. After an
-// interruption it re-creates missing owned keys. Run must not be called
-// twice at the same time.
-func (e *Etcd) Run(ctx context.Context) error {
-	if !e.runMu.TryLock() {
-		return errors.New("discovery: etcd store: Run is already running")
-	}
-	defer e.runMu.Unlock()
-	if err := e.Err(); err != nil {
-		return e.runResult()
-	}
-	ctx, cancel := e.runContext(ctx)
-	defer cancel()
-
-	interval := e.ttl / 2
-	attempt := min(max(e.ttl/3, keepAliveRetry), e.dialTimeout)
-	interrupted := false
-	timer := time.NewTimer(0) // first keep-alive at once
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-timer.C:
-		}
-		if e.stopping(ctx) {
-			return nil
-		}
-		left := time.Until(e.expires)
-		if left <= 0 {
-			e.log.Error("discovery: etcd lease expired while etcd was unreachable", "lease", e.ID())
-			return e.lost()
-		}
-		sent := time.Now()
-		actx, acancel := context.WithTimeout(ctx, min(attempt, left))
-		resp, err := e.cli.KeepAliveOnce(actx, e.lease)
-		acancel()
-		switch {
-		case e.stopping(ctx):
-			return nil
-		case err == nil:
-			e.expires = sent.Add(time.Duration(resp.TTL) * time.Second)
-			if resp.RaftTerm != e.term {
-				interrupted = true // etcd restarted or elected a new leader
-				e.term = resp.RaftTerm
-			}
-			if interrupted {
-				interrupted = e.recreate(ctx) != nil
-			}
-			timer.Reset(interval)
-		case errors.Is(err, rpctypes.ErrLeaseNotFound):
-			e.log.Error("discovery: etcd lease not found", "lease", e.ID())
-			return e.lost()
-		default:
-			if !interrupted {
-				e.log.Warn("discovery: etcd keep-alive failed; retrying", "lease", e.ID(), "err", err)
-			}
-			interrupted = true
-			timer.Reset(keepAliveRetry)
-		}
-	}
-}
-
-// recreate puts back the owned keys that are missing, under the lease.
-func (e *Etcd) recreate(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, e.dialTimeout)
-	defer cancel()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, key := range slices.Sorted(maps.Keys(e.owned)) {
-		resp, err := e.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.Version(key), "=", 0)).
-			Then(clientv3.OpPut(key, string(e.owned[key]), clientv3.WithLease(e.lease))).
-			Commit()
-		if err != nil {
-			e.log.Warn("discovery: etcd: re-create owned keys", "key", key, "err", err)
-			return err
-		}
-		if resp.Succeeded {
-			e.log.Info("discovery: etcd: re-created missing key", "key", key, "lease", e.ID())
-		}
-	}
-	return nil
-}
-
 // Close revokes the lease, so that every key of this store vanishes at
-// once, ends the watches and closes the client. It is idempotent.
+// once, ends the watches and closes the client. If etcd cannot be reached
+// within DialTimeout, the keys expire after the TTL instead. It is
+// idempotent.
 func (e *Etcd) Close() error {
 	if !e.stop() {
 		return nil
@@ -448,27 +281,6 @@ func (e *Etcd) Orphan() {
 	}
 	e.wait()
 	e.cli.Close()
-}
-
-// lost closes Done with ErrLeaseLost and returns what Run should return.
-func (e *Etcd) lost() error {
-	e.lose()
-	return e.runResult()
-}
-
-// runResult is what Run returns once Done is closed: ErrLeaseLost, or nil
-// if the store was closed.
-func (e *Etcd) runResult() error {
-	if err := e.Err(); errors.Is(err, ErrLeaseLost) {
-		return err
-	}
-	return nil
-}
-
-// stopping reports whether Run should return: its ctx ended or the store
-// stopped. (ctx follows the store's stop only asynchronously.)
-func (e *Etcd) stopping(ctx context.Context) bool {
-	return ctx.Err() != nil || e.life.ctx.Err() != nil
 }
 
 // wrap wraps an etcd error for op on key. A missing lease means the lease

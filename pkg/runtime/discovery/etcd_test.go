@@ -61,11 +61,14 @@ func TestEtcdRestart(t *testing.T) {
 	}
 	waitView(t, other, vOther, view{p + "a": "a"}, waitLong)
 
+	t.Log("stopping etcd")
 	srv.Stop()
 	time.Sleep(time.Second)
+	t.Log("starting etcd")
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Log("started etcd")
 	restarted := time.Now()
 
 	pctx, cancel := context.WithTimeout(ctx, waitLong)

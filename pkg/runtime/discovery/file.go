@@ -8,8 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 )
@@ -92,6 +90,12 @@ func NewFile(cfg FileConfig) (*File, error) {
 		owned: make(map[string]ownedFile),
 	}, nil
 }
+
+// Done is closed when the store is closed (or orphaned), or a touch came too late.
+func (f *File) Done() <-chan struct{} { return f.life.Done() }
+
+// Err returns ErrLeaseLost or ErrClosed once Done is closed, nil before.
+func (f *File) Err() error { return f.life.Err() }
 
 // ID returns the store's random non-zero instance id.
 func (f *File) ID() uint64 { return f.id }
@@ -231,34 +235,6 @@ func (f *File) Watch(ctx context.Context, prefix string) (<-chan Event, error) {
 	return out, nil
 }
 
-// Run touches this store's files and deletes expired files of any store
-// until ctx ends or the store is closed (nil). It returns ErrLeaseLost if a
-// touch came too late to keep a key alive (the process stalled for longer
-// than the TTL), since other processes may have swept the key.
-func (f *File) Run(ctx context.Context) error {
-	if err := f.Err(); err != nil {
-		if errors.Is(err, ErrLeaseLost) {
-			return err
-		}
-		return nil
-	}
-	ctx, cancel := f.runContext(ctx)
-	defer cancel()
-	t := time.NewTicker(f.touchInterval())
-	defer t.Stop()
-	for {
-		if err := f.touch(ctx); err != nil {
-			return err
-		}
-		f.sweep()
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
 // Close deletes the files this store owns (unless another process has
 // overwritten them since) and ends its watches. It is idempotent.
 func (f *File) Close() error {
@@ -297,168 +273,6 @@ func (f *File) Orphan() {
 	f.mu.Lock() // wait for a touch in progress
 	clear(f.owned)
 	f.mu.Unlock()
-}
-
-// touchInterval is how often Run touches and sweeps.
-func (f *File) touchInterval() time.Duration {
-	if f.ttl < 3*time.Second {
-		return f.ttl / 3
-	}
-	return max(f.ttl/3, time.Second)
-}
-
-// touch refreshes the mtime of every owned file. It declares the lease lost
-// if an owned key went untouched for longer than the TTL.
-func (f *File) touch(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if ctx.Err() != nil || f.life.ctx.Err() != nil {
-		return nil // Run's ctx ended, or stopped by Close or Orphan
-	}
-	now := time.Now()
-	for key, o := range f.owned {
-		if now.Sub(o.touched) > f.ttl {
-			f.log.Error("discovery: file store key expired before it was touched", "key", key, "age", now.Sub(o.touched))
-			f.lose()
-			return ErrLeaseLost
-		}
-		err := os.Chtimes(f.path(key), now, now)
-		switch {
-		case err == nil:
-			o.touched = now
-			f.owned[key] = o
-		case errors.Is(err, fs.ErrNotExist):
-			delete(f.owned, key) // deleted by another process
-		default:
-			f.log.Warn("discovery: file store touch", "key", key, "err", err)
-		}
-	}
-	return nil
-}
-
-// sweep deletes the files (and stale temporary files) of any process whose
-// mtime is older than the TTL.
-func (f *File) sweep() {
-	ents, err := os.ReadDir(f.dir)
-	if err != nil {
-		f.log.Warn("discovery: file store sweep", "dir", f.dir, "err", err)
-		return
-	}
-	now := time.Now()
-	for _, ent := range ents {
-		info, err := ent.Info()
-		if err != nil || !info.Mode().IsRegular() || now.Sub(info.ModTime()) <= f.ttl {
-			continue
-		}
-		f.removeExpired(filepath.Join(f.dir, ent.Name()))
-	}
-}
-
-// removeExpired deletes path if its mtime is (still) older than the TTL.
-// The check narrows, but cannot close, the race with a writer that
-// replaces the file at the same moment; that writer's next touch fails and
-// the key is re-created on the next write.
-func (f *File) removeExpired(path string) {
-	info, err := os.Lstat(path)
-	if err != nil || !info.Mode().IsRegular() || time.Since(info.ModTime()) <= f.ttl {
-		return
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		f.log.Warn("discovery: file store sweep", "path", path, "err", err)
-	}
-}
-
-// scan reads the live entries under prefix.
-func (f *File) scan(prefix string) (snapshot, error) {
-	ents, err := os.ReadDir(f.dir)
-	if err != nil {
-		return nil, fmt.Errorf("discovery: read %s: %w", f.dir, err)
-	}
-	now := time.Now()
-	s := make(snapshot)
-	for _, ent := range ents {
-		name := ent.Name()
-		if strings.HasPrefix(name, ".") {
-			continue // temporary file
-		}
-		key, err := decodeKey(name)
-		if err != nil || !strings.HasPrefix(key, prefix) {
-			continue
-		}
-		v, ok, err := f.read(filepath.Join(f.dir, name), now)
-		if err != nil {
-			return nil, fmt.Errorf("discovery: read %q: %w", key, err)
-		}
-		if ok {
-			s[key] = v
-		}
-	}
-	return s, nil
-}
-
-// read returns the content of path, and false if it is missing or older
-// than the TTL at now.
-func (f *File) read(path string, now time.Time) ([]byte, bool, error) {
-	fh, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	defer fh.Close()
-	info, err := fh.Stat()
-	if err != nil {
-		return nil, false, err
-	}
-	if !info.Mode().IsRegular() || now.Sub(info.ModTime()) > f.ttl {
-		return nil, false, nil
-	}
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(fh); err != nil {
-		return nil, false, err
-	}
-	return b.Bytes(), true, nil
-}
-
-// writeTemp writes value to a new temporary file in the directory and
-// returns its path.
-func (f *File) writeTemp(value []byte) (string, error) {
-	fh, err := os.CreateTemp(f.dir, tmpPrefix+"*")
-	if err != nil {
-		return "", err
-	}
-	err = fh.Chmod(0o644) // readable by the other processes
-	if err == nil {
-		_, err = fh.Write(value)
-	}
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(fh.Name())
-		return "", err
-	}
-	return fh.Name(), nil
-}
-
-// path returns the file of key.
-func (f *File) path(key string) string {
-	return filepath.Join(f.dir, encodeKey(key))
-}
-
-// maxNameLen is the longest file name most file systems accept.
-const maxNameLen = 255
-
-// checkKey rejects keys that cannot be file names.
-func checkKey(key string) error {
-	if key == "" {
-		return errors.New("discovery: empty key")
-	}
-	if n := len(encodeKey(key)); n > maxNameLen {
-		return fmt.Errorf("discovery: key %.40q...: encoded name is %d bytes, the limit is %d", key, n, maxNameLen)
-	}
-	return nil
 }
 
 // ready returns why an operation cannot start: ctx ended or the store is

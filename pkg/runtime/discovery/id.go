@@ -3,7 +3,6 @@ package discovery
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"log/slog"
 )
 
 // randomID returns a random non-zero instance id.
@@ -15,12 +14,4 @@ func randomID() uint64 {
 			return id
 		}
 	}
-}
-
-// orDiscard returns l, or a logger that discards everything if l is nil.
-func orDiscard(l *slog.Logger) *slog.Logger {
-	if l == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return l
 }

@@ -90,6 +90,12 @@ type Mem struct {
 
 var _ Store = (*Mem)(nil)
 
+// Done is closed when the store is closed.
+func (m *Mem) Done() <-chan struct{} { return m.life.Done() }
+
+// Err returns ErrLeaseLost or ErrClosed once Done is closed, nil before.
+func (m *Mem) Err() error { return m.life.Err() }
+
 // ID returns the store's random non-zero instance id.
 func (m *Mem) ID() uint64 { return m.id }
 

@@ -44,7 +44,7 @@ func newEtcd(t *testing.T, srv *testenv.Etcd, ttl time.Duration) *discovery.Etcd
 		Endpoints:   []string{srv.URL},
 		TTL:         ttl,
 		DialTimeout: 2 * time.Second,
-		Logger:      slog.New(slog.NewTextHandler(t.Output(), nil)),
+		Logger:      slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		t.Fatal(err)

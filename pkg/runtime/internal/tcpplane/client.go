@@ -46,9 +46,9 @@ type ClientConfig struct {
 // pipelined connections per address. The zero value is not usable; call
 // NewClient.
 type Client struct {
-	cfg    ClientConfig
-	log    *slog.Logger
-	dialer net.Dialer
+	cfg  ClientConfig
+	log  *slog.Logger
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	mu     sync.Mutex // guards pools, every pool's fields, and closed
 	pools  map[string]*pool
@@ -89,11 +89,12 @@ func NewClient(cfg ClientConfig) *Client {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout}
 	return &Client{
-		cfg:    cfg,
-		log:    log,
-		dialer: net.Dialer{Timeout: cfg.ConnectTimeout},
-		pools:  make(map[string]*pool),
+		cfg:   cfg,
+		log:   log,
+		dial:  dialer.DialContext,
+		pools: make(map[string]*pool),
 	}
 }
 
@@ -168,7 +169,7 @@ func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
 		if room {
 			p.dialing++
 			c.mu.Unlock()
-			return c.dial(ctx, addr, best)
+			return c.connect(ctx, addr, best)
 		}
 		// Every slot is being dialed: wait for one to finish.
 		if p.wait == nil {
@@ -187,10 +188,10 @@ func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
 	}
 }
 
-// dial opens a connection for a slot reserved by conn. If the dial fails
-// and fallback is non-nil, the request goes to fallback instead.
-func (c *Client) dial(ctx context.Context, addr string, fallback *clientConn) (*clientConn, error) {
-	nc, err := c.dialer.DialContext(ctx, "tcp", addr)
+// connect dials a connection for a slot reserved by conn. If the dial
+// fails and fallback is non-nil, the request goes to fallback instead.
+func (c *Client) connect(ctx context.Context, addr string, fallback *clientConn) (*clientConn, error) {
+	nc, err := c.dial(ctx, "tcp", addr)
 	if err != nil {
 		err = fmt.Errorf("tcpplane: connect to %s: %w", addr, err)
 	}
@@ -199,7 +200,11 @@ func (c *Client) dial(ctx context.Context, addr string, fallback *clientConn) (*
 	p := c.pools[addr]
 	p.dialing--
 	if w := p.wait; w != nil {
-		w.err = err
+		// Waiters share a genuine dial failure (e.g. refused) but not the
+		// end of this caller's context: they retry on their own deadline.
+		if ctx.Err() == nil {
+			w.err = err
+		}
 		close(w.done)
 		p.wait = nil
 	}

@@ -220,12 +220,21 @@ func blockingServer(t *testing.T) (s *Server, entered <-chan struct{}, release f
 
 func TestServerCloseFailsPending(t *testing.T) {
 	s, entered, release := blockingServer(t)
-	c := newClient(t, ClientConfig{AckTimeout: 10 * time.Second})
+	c := newClient(t, ClientConfig{AckTimeout: 10 * time.Second, PoolSize: 1})
 	errc := make(chan error, 2)
 	for range 2 {
 		go func() { errc <- c.Send(t.Context(), s.Addr(), "ep", nil, nil) }()
 	}
 	<-entered
+	// Both requests are on the wire: one in the handler, one behind it.
+	for written := 0; written < 2; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		cc := c.pools[s.Addr()].conns[0]
+		c.mu.Unlock()
+		cc.mu.Lock()
+		written = len(cc.pending)
+		cc.mu.Unlock()
+	}
 	closed := make(chan struct{})
 	go func() { s.Close(); close(closed) }()
 	start := time.Now()
@@ -277,6 +286,30 @@ func TestSendConnectTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("connect timeout took %v", d)
+	}
+}
+
+// TestSendConnectTimeoutBlackHole dials through a dialer that never
+// completes, as for a host that drops SYNs, and checks that the Send and
+// every Send waiting for that dial fail once ConnectTimeout has passed.
+func TestSendConnectTimeoutBlackHole(t *testing.T) {
+	c := newClient(t, ClientConfig{ConnectTimeout: 150 * time.Millisecond, PoolSize: 1})
+	c.dial = func(ctx context.Context, _, _ string) (net.Conn, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	start := time.Now()
+	errc := make(chan error, 3)
+	for range 3 {
+		go func() { errc <- c.Send(t.Context(), "192.0.2.1:9", "ep", nil, nil) }()
+	}
+	for range 3 {
+		if err := <-errc; !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want DeadlineExceeded", err)
+		}
+	}
+	if d := time.Since(start); d < 150*time.Millisecond || d > time.Second {
+		t.Fatalf("sends failed after %v, want about 150ms", d)
 	}
 }
 
