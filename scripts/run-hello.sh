@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kv=$(mktemp -d)
-export DYN_FILE_KV="$kv" DYN_TCP_RPC_HOST=127.0.0.1 DYN_DISCOVERY_BACKEND=file DYN_REQUEST_PLANE=tcp
+export DYN_FILE_KV="$kv" DYN_TCP_RPC_HOST=127.0.0.1 DYN_DISCOVERY_BACKEND=file DYN_REQUEST_PLANE=tcp DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS=0
 bin/hello serve &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$kv"' EXIT

@@ -48,6 +48,7 @@ const EnvHelp = `Runtime environment:
   DYN_TCP_MAX_MESSAGE_SIZE            bytes (33554432)
   DYN_TCP_WORKER_POOL_SIZE            concurrent requests per endpoint (1500)
   DYN_RUNTIME_INHIBITED_DURATION_SECS skip a failed instance this long (5; 0 = until it re-registers)
+  DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS  keep taking requests this long after unregistering (5)
   DYN_RUNTIME_GRACEFUL_SHUTDOWN_TIMEOUT_SECS  drain bound at shutdown (30)
   DYN_SYSTEM_PORT, DYN_SYSTEM_HOST    status server (/health /live /metrics): port (-1 = off), bind (0.0.0.0)
   DYN_SYSTEM_HEALTH_PATH, DYN_SYSTEM_LIVE_PATH, DYN_SYSTEM_STARTING_HEALTH_STATUS (notready)
@@ -86,6 +87,11 @@ func (f *Flags) Config() (runtime.Config, error) {
 			cfg.InhibitDuration = -1 // 0 means "never re-admit"
 		} else {
 			cfg.InhibitDuration = d
+		}
+	}
+	if f.env("DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS") != "" {
+		if cfg.GracePeriod = p.seconds("DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS"); cfg.GracePeriod == 0 {
+			cfg.GracePeriod = -1 // 0 means "no grace period"
 		}
 	}
 	if e := f.env("ETCD_ENDPOINTS"); e != "" {

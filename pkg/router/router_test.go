@@ -68,7 +68,7 @@ func (f *fleet) runtime(t *testing.T) *runtime.DistributedRuntime {
 	t.Helper()
 	rt, err := runtime.New(t.Context(), runtime.Config{
 		Discovery: runtime.DiscoveryMem, TCPHost: "127.0.0.1", InhibitDuration: time.Minute,
-		SystemPort: runtime.SystemPortDisabled,
+		SystemPort: runtime.SystemPortDisabled, GracePeriod: -1,
 	}, runtime.Deps{MemSpace: f.mem})
 	if err != nil {
 		t.Fatal(err)

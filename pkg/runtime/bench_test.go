@@ -21,7 +21,7 @@ import (
 // the caller's client and the worker's instance id.
 func benchPair(b *testing.B, plane string) (*runtime.Client, uint64) {
 	b.Helper()
-	cfg := runtime.Config{Discovery: runtime.DiscoveryMem, RequestPlane: plane, TCPHost: "127.0.0.1", SystemPort: runtime.SystemPortDisabled}
+	cfg := runtime.Config{Discovery: runtime.DiscoveryMem, RequestPlane: plane, TCPHost: "127.0.0.1", SystemPort: runtime.SystemPortDisabled, GracePeriod: -1}
 	if plane == runtime.PlaneNATS {
 		cfg.NATSServer = testenv.StartNATS(b).URL
 	}

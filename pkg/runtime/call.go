@@ -118,6 +118,13 @@ func readStream(rc *Context, conn net.Conn, maxSize int, emit func([]byte) error
 		if len(msg.Data) == 0 {
 			continue // a control frame ("sentinel") before complete_final: ignore
 		}
+		if item, ok := plainItem(msg.Data); ok {
+			if err := emit(item); err != nil {
+				ctl.send(ctrlKill)
+				return err
+			}
+			continue
+		}
 		var w streamWrapper
 		if err := json.Unmarshal(msg.Data, &w); err != nil {
 			firstErr = cmpErr(firstErr, NewError(TypeUnknown, "runtime: undecodable response item: %v", err))

@@ -73,6 +73,11 @@ type Config struct {
 	// WorkerPoolSize caps concurrent requests per served endpoint (default
 	// 1500); more are refused with a ResourceExhausted ack.
 	WorkerPoolSize int
+	// GracePeriod is how long a served endpoint keeps taking requests after
+	// it left discovery at shutdown, so routers that have not yet seen the
+	// removal do not hit a closed door (default 5 s,
+	// DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS; negative: none).
+	GracePeriod time.Duration
 	// DrainTimeout bounds how long a served endpoint waits for in-flight
 	// requests at shutdown before killing them (default 30 s).
 	DrainTimeout time.Duration
@@ -130,6 +135,7 @@ func (c Config) withDefaults() Config {
 	if c.WorkerPoolSize == 0 {
 		c.WorkerPoolSize = 1500
 	}
+	def(&c.GracePeriod, 5*time.Second)
 	def(&c.DrainTimeout, 30*time.Second)
 	if c.SystemHost == "" {
 		c.SystemHost = "0.0.0.0"

@@ -47,3 +47,27 @@ func TestErrorDisplayAndLegacyType(t *testing.T) {
 		t.Fatal("a plain error must classify as Unknown")
 	}
 }
+
+func TestPlainItemFastPathOnlyTakesItsOwnShape(t *testing.T) {
+	for _, tc := range []struct {
+		frame, item string
+		ok          bool
+	}{
+		{`{"data":{"data":{"token_ids":[1]}},"complete_final":false}`, `{"token_ids":[1]}`, true},
+		{`{"data":{"data":7},"complete_final":false}`, `7`, true},
+		// A frame that only looks like ours must take the full decode.
+		{`{"data":{"data":1,"event":"error","error":{"error_type":"Unknown","message":"x"}},"complete_final":false}`, "", false},
+		{`{"complete_final":true}`, "", false},
+		{`{"data":{"data":},"complete_final":false}`, "", false},
+	} {
+		item, ok := plainItem([]byte(tc.frame))
+		if ok != tc.ok || (ok && string(item) != tc.item) {
+			t.Errorf("plainItem(%s) = %s, %v; want %s, %v", tc.frame, item, ok, tc.item, tc.ok)
+		}
+		if tc.ok {
+			if got := string(appendDataFrame(nil, []byte(tc.item))); got != tc.frame {
+				t.Errorf("appendDataFrame(%s) = %s, want %s", tc.item, got, tc.frame)
+			}
+		}
+	}
+}

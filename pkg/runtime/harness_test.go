@@ -74,6 +74,7 @@ func (c *cluster) config() runtime.Config {
 		ResponseStreamHost: "127.0.0.1",
 		ConnectTimeout:     20 * time.Second,
 		DrainTimeout:       5 * time.Second,
+		GracePeriod:        200 * time.Millisecond,
 		SystemPort:         runtime.SystemPortDisabled,
 	}
 	if c.etcd != nil {

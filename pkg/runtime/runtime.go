@@ -209,7 +209,7 @@ func (rt *DistributedRuntime) Run(ctx context.Context) error {
 	case <-rt.shutdown:
 	}
 	rt.beginShutdown()
-	rt.tracker.wait(rt.cfg.DrainTimeout + 10*time.Second)
+	rt.tracker.wait(max(rt.cfg.GracePeriod, 0) + rt.cfg.DrainTimeout + 10*time.Second)
 	if err := rt.Close(); err != nil && result == nil {
 		result = err
 	}

@@ -23,8 +23,9 @@ var (
 // lease is lost. The order is the reference system's: the request plane
 // accepts first, then the instance record is written (so nobody sees an
 // instance that cannot take requests yet); at the end the record is removed
-// first, then new requests are refused and in-flight ones drain for up to
-// Config.DrainTimeout, after which they are killed.
+// first, requests are still taken for Config.GracePeriod (routers that have
+// not seen the removal yet), then new requests are refused and in-flight
+// ones drain for up to Config.DrainTimeout, after which they are killed.
 //
 // Serve returns nil after a clean shutdown, discovery.ErrLeaseLost if the
 // lease was lost, or the error that kept it from starting.
@@ -64,13 +65,20 @@ func (e *Endpoint) Serve(ctx context.Context, h Handler) error {
 		result = rt.store.Err()
 	}
 
-	// Ordered shutdown: unregister, refuse, drain, kill what is left.
+	// Ordered shutdown: unregister, grace period, refuse, drain, kill what
+	// is left.
 	rt.health.setEndpoint(e.id.Name, false)
 	delCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	if err := rt.store.Delete(delCtx, key); err != nil && result == nil {
 		rt.log.Warn("runtime: unregister failed; the instance expires with the lease", "endpoint", e.id.String(), "err", err)
 	}
 	cancel()
+	if rt.cfg.GracePeriod > 0 && result == nil {
+		select {
+		case <-time.After(rt.cfg.GracePeriod):
+		case <-rt.store.Done():
+		}
+	}
 	s.stopAdmitting()
 	rt.plane.stopServing(transport)
 	if !s.drain(rt.cfg.DrainTimeout) {

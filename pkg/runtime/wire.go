@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -87,6 +88,22 @@ func appendDataFrame(dst, item []byte) []byte {
 	dst = append(dst, `{"data":{"data":`...)
 	dst = append(dst, item...)
 	return append(dst, `},"complete_final":false}`...)
+}
+
+var (
+	dataFramePrefix = []byte(`{"data":{"data":`)
+	dataFrameSuffix = []byte(`},"complete_final":false}`)
+)
+
+// plainItem returns the item of a data frame in exactly the shape
+// appendDataFrame writes, without a full decode; ok is false for any other
+// shape (error items, other encoders), which then take the full decode.
+func plainItem(frame []byte) (item []byte, ok bool) {
+	if !bytes.HasPrefix(frame, dataFramePrefix) || !bytes.HasSuffix(frame, dataFrameSuffix) {
+		return nil, false
+	}
+	item = frame[len(dataFramePrefix) : len(frame)-len(dataFrameSuffix)]
+	return item, len(item) > 0 && json.Valid(item)
 }
 
 func errorFrame(e *Error) ([]byte, error) {
