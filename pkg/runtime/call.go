@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
+	"github.com/dynamo-go/dynamo/pkg/runtime/internal/plane"
 )
 
 // call sends payload to inst and streams its response items to emit. It
@@ -55,7 +57,7 @@ func (rt *DistributedRuntime) call(rc *Context, inst Instance, payload []byte, e
 		if rc.IsKilled() {
 			return context.Cause(rc)
 		}
-		return &Error{Type: TypeCannotConnect, Message: fmt.Sprintf("instance %x of %s: %v", inst.ID, inst.Endpoint, err)}
+		return sendError(inst, err)
 	}
 
 	var conn net.Conn
@@ -90,7 +92,7 @@ func readStream(rc *Context, conn net.Conn, maxSize int, emit func([]byte) error
 		wg.Wait()
 	}()
 
-	r := bufio.NewReaderSize(conn, 64<<10)
+	r := bufio.NewReader(conn)
 	first, err := codec.ReadMessage(r, maxSize)
 	if err != nil {
 		return endedEarly(rc, err)
@@ -138,7 +140,7 @@ func readStream(rc *Context, conn net.Conn, maxSize int, emit func([]byte) error
 		case w.Data.Error != nil:
 			firstErr = cmpErr(firstErr, w.Data.Error)
 		case w.Data.Event == "error":
-			firstErr = cmpErr(firstErr, NewError(TypeUnknown, "%s", fmt.Sprint(w.Data.Comment)))
+			firstErr = cmpErr(firstErr, NewError(TypeUnknown, "%s", strings.Join(w.Data.Comment, "; ")))
 		case len(w.Data.Data) > 0:
 			if err := emit(w.Data.Data); err != nil {
 				ctl.send(ctrlKill)
@@ -146,6 +148,22 @@ func readStream(rc *Context, conn net.Conn, maxSize int, emit func([]byte) error
 			}
 		}
 	}
+}
+
+// sendError classifies a request-plane failure. A worker that refused the
+// request says why in its ack ("Backend.EngineShutdown: ...",
+// "ResourceExhausted: ..."), and that type is kept: a draining worker is an
+// instance fault, a busy one is not. Everything else means the request did
+// not get through: CannotConnect.
+func sendError(inst Instance, err error) error {
+	var ack *plane.AckError
+	if errors.As(err, &ack) {
+		if e := parseErrorText(ack.Text); e != nil {
+			e.Message = fmt.Sprintf("instance %x of %s: %s", inst.ID, inst.Endpoint, e.Message)
+			return e
+		}
+	}
+	return &Error{Type: TypeCannotConnect, Message: fmt.Sprintf("instance %x of %s: %v", inst.ID, inst.Endpoint, err)}
 }
 
 func cmpErr(first, next error) error {

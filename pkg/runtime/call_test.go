@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -195,6 +196,52 @@ func TestCleanShutdownDrainsAndUnregisters(t *testing.T) {
 		_, err := collect(runtime.NewContext(t.Context(), ""), cl, id, countRequest{N: 1}, nil)
 		if !errors.Is(err, runtime.ErrCannotConnect) {
 			t.Fatalf("call after shutdown = %v, want CannotConnect", err)
+		}
+	})
+}
+
+// A worker that refuses a request says why, and the type survives: a full
+// worker is ResourceExhausted (not an instance fault: it is busy, not
+// gone); an item too large for a frame fails the handler's emit.
+func TestWorkerRefusalsKeepTheirType(t *testing.T) {
+	forEach(t, []setup{{runtime.DiscoveryMem, runtime.PlaneTCP}, {runtime.DiscoveryMem, runtime.PlaneNATS}}, func(t *testing.T, c *cluster) {
+		cfg := c.config()
+		cfg.WorkerPoolSize = 1
+		cfg.MaxMessageSize = 4096
+		worker := startRuntime(t, cfg, c.mem)
+		holding := make(chan struct{}, 1)
+		big := runtime.HandlerFunc(func(rc *runtime.Context, payload []byte, emit func([]byte) error) error {
+			if string(payload) == `"big"` {
+				return emit([]byte(`"` + strings.Repeat("x", 5000) + `"`))
+			}
+			holding <- struct{}{}
+			<-rc.Done() // hold the only slot until killed
+			return context.Cause(rc)
+		})
+		serve(t, worker, big)
+		caller := c.start(t)
+		cl := client(t, caller, 1)
+		id := worker.InstanceID()
+
+		holder := runtime.NewContext(context.Background(), "")
+		held := make(chan error, 1)
+		go func() { held <- cl.Call(holder, id, []byte(`"hold"`), func([]byte) error { return nil }) }()
+		<-holding
+		second, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		err := cl.Call(runtime.NewContext(second, ""), id, []byte(`"hold"`), func([]byte) error { return nil })
+		if !errors.Is(err, runtime.ErrResourceExhausted) || runtime.IsInstanceFault(err) {
+			t.Fatalf("call to a full worker = %v, want ResourceExhausted and no instance fault", err)
+		}
+		holder.Kill()
+		<-held
+		// The worker frees the slot a moment after the caller saw the kill.
+		waitFor(t, 5*time.Second, "the slot to be free", func() bool {
+			err = cl.Call(runtime.NewContext(t.Context(), ""), id, []byte(`"big"`), func([]byte) error { return nil })
+			return !errors.Is(err, runtime.ErrResourceExhausted)
+		})
+		if !errors.Is(err, runtime.ErrInvalidArgument) || !strings.Contains(err.Error(), "frame limit") {
+			t.Fatalf("oversized item = %v, want InvalidArgument about the frame limit", err)
 		}
 	})
 }

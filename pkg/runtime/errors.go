@@ -144,6 +144,29 @@ func AsError(err error) *Error {
 	return &Error{Type: TypeUnknown, Message: err.Error()}
 }
 
+// knownTypes are the types parseErrorText recognises.
+var knownTypes = []ErrorType{
+	TypeUnknown, TypeInvalidArgument, TypeCannotConnect, TypeDisconnected, TypeConnectionTimeout,
+	TypeResponseTimeout, TypeCancelled, TypeResourceExhausted, TypeWorkerOverloaded,
+	TypeEngineShutdown, TypeStreamIncomplete,
+}
+
+// parseErrorText reads the display form "<Type>: <message>" of an *Error
+// back, for channels that carry only text (request-plane acks). It returns
+// nil when the text does not start with a known type.
+func parseErrorText(text string) *Error {
+	typ, msg, ok := strings.Cut(text, ": ")
+	if !ok {
+		return nil
+	}
+	for _, t := range knownTypes {
+		if ErrorType(typ) == t {
+			return &Error{Type: t, Message: msg}
+		}
+	}
+	return nil
+}
+
 // TypeOf returns the type of the first *Error in err's chain, or TypeUnknown.
 func TypeOf(err error) ErrorType {
 	var e *Error

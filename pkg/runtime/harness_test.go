@@ -246,6 +246,11 @@ func (c *counter) Handle(rc *runtime.Context, payload []byte, emit func([]byte) 
 			return nil
 		}
 		if err := emit(strconv.AppendInt(nil, int64(i), 10)); err != nil {
+			// The kill may land while the item is being written: the
+			// handler then learns of it from emit.
+			c.mu.Lock()
+			c.sawKill[rc.ID()] = rc.IsKilled()
+			c.mu.Unlock()
 			return err
 		}
 		sent++

@@ -25,6 +25,7 @@ type responder struct {
 	conn    net.Conn
 	rc      *Context
 	metrics *endpointMetrics
+	maxSize int // largest frame the caller accepts
 
 	mu        sync.Mutex
 	started   bool // the prologue was sent
@@ -116,6 +117,9 @@ func (r *responder) emit(item []byte) error {
 		}
 	}
 	data := appendDataFrame(make([]byte, 0, len(item)+48), item)
+	if len(data)+24 > r.maxSize {
+		return NewError(TypeInvalidArgument, "runtime: response item of %d bytes exceeds the %d-byte frame limit", len(item), r.maxSize)
+	}
 	if err := r.write(codec.Message{Data: data}); err != nil {
 		r.metrics.errors.WithLabelValues("publish_response").Inc()
 		return err

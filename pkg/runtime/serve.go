@@ -118,9 +118,17 @@ func (s *servedEndpoint) onRequest(_ map[string]string, envelope []byte) error {
 	}
 	var ctl requestControl
 	var info tcpStreamInfo
-	if err := json.Unmarshal(msg.Header, &ctl); err != nil || len(msg.Header) > maxControlHeader {
+	if len(msg.Header) > maxControlHeader {
+		s.metrics.errors.WithLabelValues("invalid_message").Inc()
+		return NewError(TypeInvalidArgument, "request control header of %d bytes exceeds %d", len(msg.Header), maxControlHeader)
+	}
+	if err := json.Unmarshal(msg.Header, &ctl); err != nil {
 		s.metrics.errors.WithLabelValues("deserialization").Inc()
 		return NewError(TypeInvalidArgument, "bad request control header: %v", err)
+	}
+	if ctl.RequestType != "" && ctl.RequestType != "single_in" {
+		s.metrics.errors.WithLabelValues("invalid_message").Inc()
+		return NewError(TypeInvalidArgument, "request_type %q is not supported (single_in only)", ctl.RequestType)
 	}
 	if ctl.PayloadCodec != "" && ctl.PayloadCodec != codecJSON {
 		s.metrics.errors.WithLabelValues("deserialization").Inc()
@@ -165,7 +173,7 @@ func (s *servedEndpoint) handle(id string, info tcpStreamInfo, payload []byte, r
 		s.rt.log.Warn("runtime: cannot call home", "request_id", id, "address", info.Address, "err", err)
 		return
 	}
-	r := &responder{conn: conn, rc: rc, metrics: s.metrics, received: received}
+	r := &responder{conn: conn, rc: rc, metrics: s.metrics, maxSize: s.rt.cfg.MaxMessageSize, received: received}
 	finished := make(chan struct{})
 	readerDone := make(chan struct{})
 	go func() {

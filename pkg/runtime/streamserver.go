@@ -134,15 +134,17 @@ func (s *streamServer) handshake(conn net.Conn) {
 	}
 	_ = conn.SetReadDeadline(time.Time{})
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	p := s.pending[hs.Subject]
-	delete(s.pending, hs.Subject)
-	s.mu.Unlock()
 	if p == nil || hs.StreamType != streamTypeResponse {
-		s.log.Debug("runtime: call-home for an unknown stream", "subject", hs.Subject)
+		s.log.Debug("runtime: call-home for an unknown stream", "subject", hs.Subject, "stream_type", hs.StreamType)
 		conn.Close()
 		return
 	}
-	p.ready <- conn // buffered; only one connection per subject
+	delete(s.pending, hs.Subject)
+	// Hand over under the lock, so that release either sees the entry (and
+	// no connection comes) or finds the connection in ready and closes it.
+	p.ready <- conn // buffered; one connection per subject
 }
 
 // register creates a pending stream for a call to inst. It fails at once
@@ -166,8 +168,8 @@ func (s *streamServer) register(inst instanceRef) (*pendingStream, error) {
 	return p, nil
 }
 
-// release forgets p; a connection that arrives later is closed. It returns
-// a connection that arrived but was not taken, so the caller can close it.
+// release forgets p: a connection that arrives later is closed, and one
+// that arrived but was not taken is closed here.
 func (s *streamServer) release(p *pendingStream) {
 	s.mu.Lock()
 	delete(s.pending, p.subject)

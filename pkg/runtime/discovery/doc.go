@@ -7,7 +7,7 @@
 //     ErrLeaseLost. Keys the store owns are re-created, under the same
 //     lease, when etcd comes back after an interruption.
 //   - File: a directory shared by the processes of one machine; each key is
-//     a file whose mtime is touched every max(TTL/3, 1 s); any process
+//     a file whose mtime is touched every TTL/3; any process
 //     removes files older than the TTL. The on-disk format is our own: one
 //     flat directory, file names are percent-encoded keys (see File).
 //   - Mem: a map shared by the runtimes of one process (MemSpace).

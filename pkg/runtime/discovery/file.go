@@ -39,7 +39,7 @@ type FileConfig struct {
 // that exactly one of several racing processes wins.
 //
 // Liveness is the file's mtime: Run touches the files this store owns every
-// max(TTL/3, 1 s) (every TTL/3 when the TTL is under 3 s, as in tests), and
+// TTL/3, and
 // any store's Run deletes files older than the TTL. Readers ignore such
 // files before they are deleted. Watches poll the directory.
 type File struct {

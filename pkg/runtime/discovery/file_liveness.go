@@ -37,10 +37,9 @@ func (f *File) Run(ctx context.Context) error {
 	}
 }
 
-// touchInterval is how often Run touches and sweeps: max(TTL/3, 1 s) for
-// TTLs of 3 s and more, as in the Rust runtime, and TTL/3 for the shorter
-// TTLs of tests, which would otherwise expire between touches. That is
-// TTL/3 in all cases.
+// touchInterval is how often Run touches and sweeps: TTL/3. (The reference
+// system uses max(TTL/3, 1 s), the same for TTLs of 3 s and more; short test
+// TTLs would expire between touches with the 1 s floor.)
 func (f *File) touchInterval() time.Duration { return f.ttl / 3 }
 
 // touch refreshes the mtime of every owned file. It declares the lease lost
