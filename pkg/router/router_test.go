@@ -53,15 +53,26 @@ func newFleet(t *testing.T, n int) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for len(cl.InstanceIDs()) < n {
+	waitInstances(t, ctx, cl, n)
+	f.client = cl
+	return f
+}
+
+// waitInstances waits until cl discovered n instances. The channel is
+// taken before the count is read, so no change is missed.
+func waitInstances(t *testing.T, ctx context.Context, cl *runtime.Client, n int) {
+	t.Helper()
+	for {
+		changed := cl.Changed()
+		if len(cl.InstanceIDs()) >= n {
+			return
+		}
 		select {
-		case <-cl.Changed():
+		case <-changed:
 		case <-ctx.Done():
 			t.Fatalf("discovered %d of %d workers", len(cl.InstanceIDs()), n)
 		}
 	}
-	f.client = cl
-	return f
 }
 
 func (f *fleet) runtime(t *testing.T) *runtime.DistributedRuntime {
@@ -172,9 +183,7 @@ func TestUnreachableInstanceIsSkipped(t *testing.T) {
 	if err := ghost.Create(t.Context(), runtime.InstanceKey(ep, ghost.ID()), rec); err != nil {
 		t.Fatal(err)
 	}
-	for len(f.client.InstanceIDs()) < 2 {
-		<-f.client.Changed()
-	}
+	waitInstances(t, t.Context(), f.client, 2)
 	r := router.New(f.client, &router.RoundRobin{}, nil)
 	failures := 0
 	for range 6 {

@@ -236,7 +236,8 @@ func (c *Client) WaitForInstances(ctx context.Context) ([]uint64, error) {
 }
 
 // Changed returns a channel that is closed at the next change of the
-// instance set.
+// instance set. Take the channel before reading the instances, so that a
+// change in between is not missed.
 func (c *Client) Changed() <-chan struct{} {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

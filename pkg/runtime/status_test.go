@@ -41,21 +41,38 @@ func TestStatusServerHealthAndMetrics(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &rep); err != nil || code != http.StatusOK || rep.Status != "ready" || rep.Endpoints["generate"] != "ready" {
 		t.Fatalf("/live while serving = %d %s", code, body)
 	}
-	_, metrics := get("/metrics")
-	for _, want := range []string{
+	// The worker books a request's end just after the caller has seen it.
+	expectMetrics(t, get,
 		`dynamo_component_requests_total{dynamo_component="worker",dynamo_endpoint="generate",dynamo_namespace="test"} 1`,
 		`dynamo_component_inflight_requests{dynamo_component="worker",dynamo_endpoint="generate",dynamo_namespace="test"} 0`,
 		`dynamo_component_request_duration_seconds_count{dynamo_component="worker",dynamo_endpoint="generate",dynamo_namespace="test"} 1`,
 		`dynamo_component_uptime_seconds`,
-	} {
-		if !strings.Contains(metrics, want) {
-			t.Errorf("/metrics lacks %s", want)
-		}
-	}
+	)
 	// A failed start is counted as a generate error.
 	_, _ = collect(runtime.NewContext(t.Context(), ""), cl, worker.InstanceID(), countRequest{FailNow: "InvalidArgument"}, nil)
-	_, metrics = get("/metrics")
-	if want := `dynamo_component_errors_total{dynamo_component="worker",dynamo_endpoint="generate",dynamo_namespace="test",error_type="generate"} 1`; !strings.Contains(metrics, want) {
-		t.Errorf("/metrics lacks %s", want)
+	expectMetrics(t, get,
+		`dynamo_component_errors_total{dynamo_component="worker",dynamo_endpoint="generate",dynamo_namespace="test",error_type="generate"} 1`)
+}
+
+// expectMetrics waits up to 5 s for /metrics to show every line of want.
+func expectMetrics(t *testing.T, get func(string) (int, string), want ...string) {
+	t.Helper()
+	var missing []string
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, metrics := get("/metrics")
+		missing = missing[:0]
+		for _, w := range want {
+			if !strings.Contains(metrics, w) {
+				missing = append(missing, w)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks:\n%s", strings.Join(missing, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
