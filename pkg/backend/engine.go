@@ -1,0 +1,108 @@
+package backend
+
+import (
+	"context"
+)
+
+// Engine is what an engine author implements: a model server that turns
+// token ids into token ids. The Worker calls Start once, Generate once per
+// request (concurrently), and Cleanup once at shutdown.
+//
+// Pipeline stages on the frontend (migration, the router) have the same
+// Generate shape, so stages wrap one another like HTTP middleware.
+type Engine interface {
+	// Start loads the model and returns its configuration. It may take
+	// minutes; Generate must work once it returned. workerID is the
+	// runtime's instance id (the discovery lease id).
+	Start(ctx context.Context, workerID uint64) (Config, error)
+	// Generate streams the outputs of one request to emit. ctx is the
+	// request's context: Done means killed (stop at once); Stopped(ctx)
+	// means stop gracefully, ending with a FinishCancelled output.
+	//
+	// The stream contract: zero or more outputs without a finish reason,
+	// then exactly one terminal output (with a finish reason) and nothing
+	// after it; or an error. An error returned before anything was
+	// emitted means the request could not start. If emit returns an
+	// error, stop and return it.
+	Generate(ctx context.Context, req *Request, emit func(*Output) error) error
+	// Cleanup releases everything. It is called once at shutdown, must be
+	// idempotent, and must work even if Start never ran or failed.
+	Cleanup(ctx context.Context) error
+}
+
+// Config is what an engine reports from Start (the reference system's
+// EngineConfig). Zero fields are not advertised.
+type Config struct {
+	// Model is the model's name or path; required.
+	Model string
+	// ServedModelName is the name clients use (default: Model).
+	ServedModelName string
+	// Aliases are further names clients may use.
+	Aliases []string
+	// ContextLength is the maximum sequence length (prompt + output).
+	ContextLength int
+	// KVBlockSize is the number of tokens per KV-cache block.
+	KVBlockSize int
+	// TotalKVBlocks is the KV-cache capacity in blocks, per rank.
+	TotalKVBlocks int
+	// MaxNumSeqs caps concurrently running sequences, per rank.
+	MaxNumSeqs int
+	// MaxNumBatchedTokens caps tokens per forward pass, per rank.
+	MaxNumBatchedTokens int
+	// DataParallelSize is the number of data-parallel ranks (default 1).
+	DataParallelSize int
+	// DataParallelStartRank is the first rank this worker serves.
+	DataParallelStartRank int
+}
+
+// Name returns the served model name: ServedModelName, else Model.
+func (c Config) Name() string {
+	if c.ServedModelName != "" {
+		return c.ServedModelName
+	}
+	return c.Model
+}
+
+// Optional capabilities. The Worker and the conformance kit find them by
+// type assertion.
+
+// Aborter is told when a request is stopped or killed, so the engine can
+// free its resources early. Abort is called at most once per request.
+type Aborter interface {
+	Abort(ctx context.Context, requestID string)
+}
+
+// Quiescer reports whether the engine has no work left (used while
+// draining a prefill worker at shutdown).
+type Quiescer interface {
+	IsQuiescent() bool
+}
+
+// EventPublisher carries an engine's events to routers: KV-cache events
+// (kvblock.RouterEvent for the mocker) and per-pass load metrics. Both must
+// encode to JSON. The Worker provides it; it is safe for concurrent use.
+type EventPublisher interface {
+	PublishKVEvent(ctx context.Context, dpRank int, event any) error
+	PublishLoad(ctx context.Context, dpRank int, metrics any) error
+}
+
+// KVEventSource is an engine that publishes KV-cache events and load
+// metrics for KV-aware routing. KVEventSources returns the data-parallel
+// ranks that publish, in a stable order (calling it twice gives the same
+// list). SetEventPublisher is called once, before Start.
+type KVEventSource interface {
+	KVEventSources() []int
+	SetEventPublisher(p EventPublisher)
+}
+
+// MetricsSource is an engine that exports its own metrics. SetupMetrics is
+// called once after Start; the ranks it returns must be stable.
+type MetricsSource interface {
+	SetupMetrics(m MetricsContext) (dpRanks []int, err error)
+}
+
+// HealthChecker supplies the canary request the Worker sends to an idle
+// engine to check it still answers.
+type HealthChecker interface {
+	HealthCheckRequest() *Request
+}

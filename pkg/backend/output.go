@@ -1,0 +1,136 @@
+package backend
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Output is one streamed item of an engine: the reference system's
+// LLMEngineOutput, with its JSON field names. Engines normally fill only
+// TokenIDs (the frontend detokenizes) and, on the terminal output,
+// FinishReason and CompletionUsage.
+type Output struct {
+	TokenIDs            []uint32        `json:"token_ids"`
+	Tokens              []string        `json:"tokens,omitempty"`
+	Text                *string         `json:"text,omitempty"`
+	CumLogProbs         *float64        `json:"cum_log_probs,omitempty"`
+	LogProbs            []float64       `json:"log_probs,omitempty"`
+	TopLogprobs         json.RawMessage `json:"top_logprobs,omitempty"`
+	FinishReason        *FinishReason   `json:"finish_reason,omitempty"`
+	StopReason          json.RawMessage `json:"stop_reason,omitempty"`
+	Index               *uint32         `json:"index,omitempty"`
+	DisaggregatedParams json.RawMessage `json:"disaggregated_params,omitempty"`
+	ExtraArgs           json.RawMessage `json:"extra_args,omitempty"`
+	CompletionUsage     *Usage          `json:"completion_usage,omitempty"`
+}
+
+// Usage counts the tokens of a request.
+type Usage struct {
+	PromptTokens        int           `json:"prompt_tokens"`
+	CompletionTokens    int           `json:"completion_tokens"`
+	TotalTokens         int           `json:"total_tokens"`
+	PromptTokensDetails *PromptDetail `json:"prompt_tokens_details,omitempty"`
+}
+
+// PromptDetail breaks the prompt tokens down.
+type PromptDetail struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// FinishKind is why a stream ended.
+type FinishKind string
+
+// Finish kinds and their JSON spelling.
+const (
+	FinishEOS           FinishKind = "eos"
+	FinishLength        FinishKind = "length"
+	FinishStop          FinishKind = "stop"
+	FinishError         FinishKind = "error"
+	FinishCancelled     FinishKind = "cancelled"
+	FinishContentFilter FinishKind = "content_filter"
+)
+
+// FinishReason is why a stream ended. In JSON it is a string ("eos",
+// "length", "stop", "cancelled", "content_filter") or {"error":"<msg>"}.
+type FinishReason struct {
+	Kind FinishKind
+	// Message explains an error finish.
+	Message string
+}
+
+// MarshalJSON writes the reference system's shape.
+func (f FinishReason) MarshalJSON() ([]byte, error) {
+	if f.Kind == FinishError {
+		return json.Marshal(map[string]string{"error": f.Message})
+	}
+	return json.Marshal(string(f.Kind))
+}
+
+// UnmarshalJSON reads it, accepting "abort" for cancelled.
+func (f *FinishReason) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		switch k := FinishKind(s); k {
+		case FinishEOS, FinishLength, FinishStop, FinishCancelled, FinishContentFilter:
+			*f = FinishReason{Kind: k}
+		case "abort":
+			*f = FinishReason{Kind: FinishCancelled}
+		default:
+			return fmt.Errorf("backend: unknown finish reason %q", s)
+		}
+		return nil
+	}
+	var m struct {
+		Error *string `json:"error"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil || m.Error == nil {
+		return fmt.Errorf("backend: bad finish reason %s", b)
+	}
+	*f = FinishReason{Kind: FinishError, Message: *m.Error}
+	return nil
+}
+
+// String returns the kind, with the message of an error finish.
+func (f FinishReason) String() string {
+	if f.Kind == FinishError {
+		return "error: " + f.Message
+	}
+	return string(f.Kind)
+}
+
+// IsTerminal reports whether o ends the stream.
+func (o *Output) IsTerminal() bool { return o.FinishReason != nil }
+
+// Tokens returns a non-terminal output carrying ids.
+func Tokens(ids ...uint32) *Output { return &Output{TokenIDs: ids} }
+
+// Finish returns a terminal output of kind k, carrying ids (may be none).
+func Finish(k FinishKind, ids ...uint32) *Output {
+	if ids == nil {
+		ids = []uint32{}
+	}
+	return &Output{TokenIDs: ids, FinishReason: &FinishReason{Kind: k}}
+}
+
+// Stop returns a terminal output: a stop condition was met.
+func Stop(ids ...uint32) *Output { return Finish(FinishStop, ids...) }
+
+// EOS returns a terminal output: the model produced an end-of-sequence token.
+func EOS(ids ...uint32) *Output { return Finish(FinishEOS, ids...) }
+
+// Length returns a terminal output: max_tokens (or the context) was reached.
+func Length(ids ...uint32) *Output { return Finish(FinishLength, ids...) }
+
+// Cancelled returns the terminal output of a stopped request.
+func Cancelled() *Output { return Finish(FinishCancelled) }
+
+// Failed returns a terminal output for an engine error.
+func Failed(msg string) *Output {
+	return &Output{TokenIDs: []uint32{}, FinishReason: &FinishReason{Kind: FinishError, Message: msg}}
+}
+
+// WithUsage sets the usage of a terminal output and returns o.
+func (o *Output) WithUsage(promptTokens, completionTokens int) *Output {
+	o.CompletionUsage = &Usage{PromptTokens: promptTokens, CompletionTokens: completionTokens, TotalTokens: promptTokens + completionTokens}
+	return o
+}

@@ -1,0 +1,92 @@
+package backend
+
+import "encoding/json"
+
+// Request is one generation request as the frontend sends it to a worker:
+// the reference system's PreprocessedRequest, with its JSON field names so
+// the wire format matches. Optional fields are pointers (absent = None).
+type Request struct {
+	Model           string          `json:"model"`
+	TokenIDs        []uint32        `json:"token_ids"`
+	StopConditions  StopConditions  `json:"stop_conditions"`
+	SamplingOptions SamplingOptions `json:"sampling_options"`
+	OutputOptions   OutputOptions   `json:"output_options"`
+	EOSTokenIDs     []uint32        `json:"eos_token_ids"`
+	// MDCSum is the checksum of the model card the frontend used.
+	MDCSum      string   `json:"mdc_sum,omitempty"`
+	Annotations []string `json:"annotations"`
+	Routing     *Routing `json:"routing,omitempty"`
+
+	RouterConfigOverride json.RawMessage `json:"router_config_override,omitempty"`
+	PrefillResult        json.RawMessage `json:"prefill_result,omitempty"`
+	BootstrapInfo        json.RawMessage `json:"bootstrap_info,omitempty"`
+	ExtraArgs            json.RawMessage `json:"extra_args,omitempty"`
+	MultiModalData       json.RawMessage `json:"multi_modal_data,omitempty"`
+}
+
+// StopConditions say when generation ends.
+type StopConditions struct {
+	MaxTokens *uint32  `json:"max_tokens,omitempty"`
+	Stop      []string `json:"stop,omitempty"`
+	// StopTokenIDs end generation; the token is not part of the output.
+	StopTokenIDs []uint32 `json:"stop_token_ids,omitempty"`
+	// StopTokenIDsVisible end generation; the token is part of the output.
+	StopTokenIDsVisible []uint32 `json:"stop_token_ids_visible,omitempty"`
+	// StopTokenIDsHidden (the model's EOS ids) end generation, hidden.
+	StopTokenIDsHidden []uint32 `json:"stop_token_ids_hidden,omitempty"`
+	MinTokens          *uint32  `json:"min_tokens,omitempty"`
+	IgnoreEOS          *bool    `json:"ignore_eos,omitempty"`
+	MaxThinkingTokens  *uint32  `json:"max_thinking_tokens,omitempty"`
+}
+
+// SamplingOptions are passed to the engine's sampler unchanged.
+type SamplingOptions struct {
+	N                      *int            `json:"n,omitempty"`
+	BestOf                 *int            `json:"best_of,omitempty"`
+	PresencePenalty        *float64        `json:"presence_penalty,omitempty"`
+	FrequencyPenalty       *float64        `json:"frequency_penalty,omitempty"`
+	RepetitionPenalty      *float64        `json:"repetition_penalty,omitempty"`
+	Temperature            *float64        `json:"temperature,omitempty"`
+	TopP                   *float64        `json:"top_p,omitempty"`
+	TopK                   *int            `json:"top_k,omitempty"`
+	MinP                   *float64        `json:"min_p,omitempty"`
+	UseBeamSearch          *bool           `json:"use_beam_search,omitempty"`
+	LengthPenalty          *float64        `json:"length_penalty,omitempty"`
+	Seed                   *int64          `json:"seed,omitempty"`
+	IncludeStopStrInOutput *bool           `json:"include_stop_str_in_output,omitempty"`
+	GuidedDecoding         json.RawMessage `json:"guided_decoding,omitempty"`
+}
+
+// OutputOptions say what the output carries besides token ids.
+type OutputOptions struct {
+	Logprobs               *uint32 `json:"logprobs,omitempty"`
+	PromptLogprobs         *uint32 `json:"prompt_logprobs,omitempty"`
+	SkipSpecialTokens      *bool   `json:"skip_special_tokens,omitempty"`
+	FormattedPrompt        *bool   `json:"formatted_prompt,omitempty"`
+	ReturnTokensAsTokenIDs *bool   `json:"return_tokens_as_token_ids,omitempty"`
+}
+
+// Routing carries routing hints; a worker mostly reads DPRank.
+type Routing struct {
+	BackendInstanceID    *uint64 `json:"backend_instance_id,omitempty"`
+	PrefillWorkerID      *uint64 `json:"prefill_worker_id,omitempty"`
+	DecodeWorkerID       *uint64 `json:"decode_worker_id,omitempty"`
+	DPRank               *uint32 `json:"dp_rank,omitempty"`
+	PrefillDPRank        *uint32 `json:"prefill_dp_rank,omitempty"`
+	ExpectedOutputTokens *uint32 `json:"expected_output_tokens,omitempty"`
+	LoraName             *string `json:"lora_name,omitempty"`
+	CacheSalt            *string `json:"cache_salt,omitempty"`
+	Priority             *int    `json:"priority,omitempty"`
+	StrictPriority       *bool   `json:"strict_priority,omitempty"`
+}
+
+// MaxTokens returns StopConditions.MaxTokens, or def when absent.
+func (r *Request) MaxTokens(def int) int {
+	if r.StopConditions.MaxTokens == nil {
+		return def
+	}
+	return int(*r.StopConditions.MaxTokens)
+}
+
+// Ptr returns a pointer to v, for the optional fields.
+func Ptr[T any](v T) *T { return &v }
