@@ -32,6 +32,7 @@ var Allowed = map[string][]string{
 	"internal/testenv":      {},
 	"internal/archtest":     {},
 	"internal/runtimeflags": {"pkg/runtime"},
+	"internal/workerflags":  {"internal/runtimeflags", "pkg/backend", "pkg/hfhub", "pkg/runtime"},
 }
 
 // Unrestricted trees compose everything: binaries, examples, end-to-end tests.

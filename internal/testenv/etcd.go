@@ -56,6 +56,8 @@ func (e *Etcd) Start() error {
 	cfg.ListenPeerUrls = []url.URL{e.peer}
 	cfg.AdvertisePeerUrls = []url.URL{e.peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	// Model cards embed tokenizers of several MB (discovery.MaxValueSize).
+	cfg.MaxRequestBytes = 33 << 20
 	var (
 		srv *embed.Etcd
 		err error

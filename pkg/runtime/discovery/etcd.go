@@ -96,6 +96,11 @@ func NewEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		Password:             cfg.Password,
 		TLS:                  cfg.TLS,
 		Logger:               zap.NewNop(),
+		// Model cards embed the tokenizer (Llama 3's is 10 MB); the client's
+		// defaults (2 MiB out, 2 GiB in) would refuse to send them. The
+		// etcd server must allow them too: --max-request-bytes 33554432.
+		MaxCallSendMsgSize: MaxValueSize + 1<<20,
+		MaxCallRecvMsgSize: 256 << 20,
 		DialOptions: []grpc.DialOption{
 			// Reconnect within a second or so of etcd coming back, rather
 			// than after gRPC's default backoff of up to two minutes.

@@ -10,6 +10,11 @@ import (
 // the mtime TTL of the file store.
 const DefaultTTL = 10 * time.Second
 
+// MaxValueSize is the largest value the runtime writes to a store (a model
+// card with its embedded tokenizer). An etcd server must accept requests of
+// this size: start it with --max-request-bytes 33554432.
+const MaxValueSize = 32 << 20
+
 // Errors returned by stores.
 var (
 	// ErrExists: Create found the key already present with another value.

@@ -1,0 +1,55 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dynamo-go/dynamo/pkg/hfhub"
+	"github.com/dynamo-go/dynamo/pkg/modelcard"
+)
+
+// ErrNoModelPath is returned when a worker has no model to publish a card for.
+var ErrNoModelPath = errors.New("backend: no model path (--model-path)")
+
+// publishCard resolves the model directory, builds the model card from it
+// and the engine's configuration, and writes it under the lease.
+func (w *Worker) publishCard(ctx context.Context, ecfg Config) (string, error) {
+	if w.cfg.ModelPath == "" {
+		return "", ErrNoModelPath
+	}
+	dir, err := hfhub.Resolve(ctx, w.cfg.Hub, w.cfg.ModelPath)
+	if err != nil {
+		return "", fmt.Errorf("backend: model %s: %w", w.cfg.ModelPath, err)
+	}
+	card, err := modelcard.FromDir(dir, modelcard.Options{
+		Name:               ecfg.Name(),
+		Aliases:            ecfg.Aliases,
+		Source:             w.cfg.ModelPath,
+		ModelTypes:         w.cfg.ModelTypes,
+		ContextLength:      ecfg.ContextLength,
+		KVCacheBlockSize:   ecfg.KVBlockSize,
+		MigrationLimit:     w.cfg.MigrationLimit,
+		DisaggregationMode: w.cfg.DisaggregationMode,
+		Runtime: modelcard.RuntimeConfig{
+			TotalKVBlocks:       ecfg.TotalKVBlocks,
+			MaxNumSeqs:          ecfg.MaxNumSeqs,
+			MaxNumBatchedTokens: ecfg.MaxNumBatchedTokens,
+			DataParallelSize:    ecfg.DataParallelSize,
+		},
+	})
+	if err != nil {
+		return "", fmt.Errorf("backend: model card: %w", err)
+	}
+	b, err := card.Marshal()
+	if err != nil {
+		return "", fmt.Errorf("backend: model card: %w", err)
+	}
+	ep := w.cfg.Endpoint
+	key := modelcard.Key(ep.Namespace, ep.Component, ep.Name, w.rt.InstanceID())
+	if err := w.rt.Store().Put(ctx, key, b); err != nil {
+		return "", fmt.Errorf("backend: publish model card: %w", err)
+	}
+	w.log.Info("backend: model card published", "key", key, "bytes", len(b))
+	return key, nil
+}

@@ -1,0 +1,59 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+)
+
+// KVEventsSubject is the event-plane subject of a component's KV events.
+func KVEventsSubject(ep runtime.EndpointID) string {
+	return "namespace." + ep.Namespace + ".component." + ep.Component + ".kv-events"
+}
+
+// LoadMetricsSubject is the event-plane subject of a component's load metrics.
+func LoadMetricsSubject(ep runtime.EndpointID) string {
+	return "namespace." + ep.Namespace + ".component." + ep.Component + ".load-metrics"
+}
+
+// eventPublisher publishes an engine's events on the runtime's event
+// plane. Without one (no NATS), events are dropped and that is logged once.
+type eventPublisher struct {
+	rt        *runtime.DistributedRuntime
+	kvSubject string
+	loadSubj  string
+	log       *slog.Logger
+	warnOnce  sync.Once
+}
+
+func newEventPublisher(rt *runtime.DistributedRuntime, ep runtime.EndpointID, log *slog.Logger) *eventPublisher {
+	return &eventPublisher{rt: rt, kvSubject: KVEventsSubject(ep), loadSubj: LoadMetricsSubject(ep), log: log}
+}
+
+func (p *eventPublisher) PublishKVEvent(ctx context.Context, _ int, event any) error {
+	return p.publish(ctx, p.kvSubject, event)
+}
+
+func (p *eventPublisher) PublishLoad(ctx context.Context, _ int, metrics any) error {
+	return p.publish(ctx, p.loadSubj, metrics)
+}
+
+func (p *eventPublisher) publish(ctx context.Context, subject string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("backend: encode event: %w", err)
+	}
+	err = p.rt.Publish(ctx, subject, b)
+	if errors.Is(err, runtime.ErrNoEventPlane) {
+		p.warnOnce.Do(func() {
+			p.log.Warn("backend: no event plane; KV events and load metrics are not published (use --request-plane nats)")
+		})
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,192 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/dynamo-go/dynamo/pkg/hfhub"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+)
+
+// Disaggregation modes of a worker.
+const (
+	ModeAggregated = "aggregated"
+	ModePrefill    = "prefill"
+	ModeDecode     = "decode"
+)
+
+// WorkerConfig configures a Worker. Zero fields take the defaults in their
+// comments.
+type WorkerConfig struct {
+	// Endpoint is the endpoint to serve (default dyn://dynamo.backend.generate).
+	Endpoint runtime.EndpointID
+	// ModelPath is a local Hugging Face model directory or a hub id
+	// (org/name), resolved through Hub. Required for the model card.
+	ModelPath string
+	// ModelName overrides the served model name the engine reports.
+	ModelName string
+	// Aliases are further names clients may use.
+	Aliases []string
+	// ModelTypes the frontend serves the model as (default chat and completions).
+	ModelTypes []string
+	// MigrationLimit is published on the card: how many times a frontend
+	// may re-issue a broken stream of this model on another worker.
+	MigrationLimit int
+	// DisaggregationMode is aggregated (default), prefill or decode.
+	DisaggregationMode string
+	// ValidateStreams wraps every engine stream in ValidateStream (tests,
+	// debug builds): a contract violation fails the request loudly.
+	ValidateStreams bool
+	// Hub resolves ModelPath (HF_HOME, HF_TOKEN, ...).
+	Hub hfhub.Config
+	// Logger receives the worker's log lines (nil: discard).
+	Logger *slog.Logger
+}
+
+func (c WorkerConfig) withDefaults() WorkerConfig {
+	if c.Endpoint == (runtime.EndpointID{}) {
+		c.Endpoint = runtime.EndpointID{Namespace: "dynamo", Component: "backend", Name: "generate"}
+	}
+	if len(c.ModelTypes) == 0 {
+		c.ModelTypes = []string{"chat", "completions"}
+	}
+	if c.DisaggregationMode == "" {
+		c.DisaggregationMode = ModeAggregated
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports the first invalid setting.
+func (c WorkerConfig) Validate() error {
+	switch c.DisaggregationMode {
+	case "", ModeAggregated, ModePrefill, ModeDecode:
+	default:
+		return fmt.Errorf("backend: disaggregation mode %q: want aggregated, prefill or decode", c.DisaggregationMode)
+	}
+	if c.MigrationLimit < 0 {
+		return fmt.Errorf("backend: migration limit %d must not be negative", c.MigrationLimit)
+	}
+	for _, t := range c.ModelTypes {
+		if t != "chat" && t != "completions" {
+			return fmt.Errorf("backend: model type %q: want chat or completions", t)
+		}
+	}
+	if c.Endpoint != (runtime.EndpointID{}) {
+		return c.Endpoint.Validate()
+	}
+	return nil
+}
+
+// ErrStartFailed wraps the error of an engine whose Start failed.
+var ErrStartFailed = errors.New("backend: engine start failed")
+
+// Run serves engine as a worker of rt until ctx ends, then shuts down in
+// order. The steps:
+//
+//  1. give a KVEventSource its event publisher;
+//  2. Start the engine (on failure: Cleanup, return ErrStartFailed);
+//  3. let a MetricsSource register its metrics;
+//  4. publish the model card (v1/mdc/..., bound to the lease);
+//  5. serve the endpoint: each request is decoded, handed to Generate,
+//     and its outputs streamed back; a stopped or killed request is
+//     reported to an Aborter once;
+//  6. when ctx ends: remove the card; the runtime unregisters the
+//     instance, keeps taking requests for the grace period, refuses new
+//     ones and drains in-flight ones; then Cleanup, once.
+//
+// Run returns nil after a clean shutdown. rt must be running (rt.Run).
+func Run(ctx context.Context, rt *runtime.DistributedRuntime, engine Engine, cfg WorkerConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cfg = cfg.withDefaults()
+	w := &Worker{rt: rt, engine: engine, cfg: cfg, log: cfg.Logger}
+	return w.run(ctx)
+}
+
+// Worker serves one Engine on one endpoint. Build it with Run.
+type Worker struct {
+	rt     *runtime.DistributedRuntime
+	engine Engine
+	cfg    WorkerConfig
+	log    *slog.Logger
+}
+
+func (w *Worker) run(ctx context.Context) (err error) {
+	cleaned := false
+	cleanup := func() {
+		if cleaned {
+			return
+		}
+		cleaned = true
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		start := time.Now()
+		if cerr := w.engine.Cleanup(cctx); cerr != nil {
+			w.log.Error("backend: engine cleanup failed", "err", cerr)
+			err = errors.Join(err, fmt.Errorf("backend: cleanup: %w", cerr))
+		}
+		w.log.Info("backend: engine cleaned up", "took", time.Since(start))
+	}
+	defer cleanup()
+
+	if src, ok := w.engine.(KVEventSource); ok {
+		src.SetEventPublisher(newEventPublisher(w.rt, w.cfg.Endpoint, w.log))
+	}
+	started := time.Now()
+	ecfg, err := w.engine.Start(ctx, w.rt.InstanceID())
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrStartFailed, err)
+	}
+	if ecfg.Model == "" {
+		return fmt.Errorf("%w: the engine reported no model name", ErrStartFailed)
+	}
+	if w.cfg.ModelName != "" {
+		ecfg.ServedModelName = w.cfg.ModelName
+	}
+	ecfg.Aliases = append(ecfg.Aliases, w.cfg.Aliases...)
+	w.log.Info("backend: engine started", "model", ecfg.Name(), "took", time.Since(started))
+
+	if ms, ok := w.engine.(MetricsSource); ok {
+		if _, err := ms.SetupMetrics(MetricsContext{
+			Model: ecfg.Name(), Namespace: w.cfg.Endpoint.Namespace, Component: w.cfg.Endpoint.Component,
+			Endpoint: w.cfg.Endpoint.Name, Registerer: w.rt.Registry(),
+		}); err != nil {
+			return fmt.Errorf("backend: engine metrics: %w", err)
+		}
+	}
+
+	cardKey, err := w.publishCard(ctx, ecfg)
+	if err != nil {
+		return err
+	}
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	watcherDone := make(chan struct{})
+	defer func() { stopServing(); <-watcherDone }()
+	go func() {
+		defer close(watcherDone)
+		select {
+		case <-ctx.Done():
+		case <-serveCtx.Done():
+			return
+		}
+		// Leave discovery first: the card, then (in Serve) the instance.
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := w.rt.Store().Delete(dctx, cardKey); err != nil {
+			w.log.Warn("backend: removing the model card failed; it expires with the lease", "err", err)
+		}
+		stopServing()
+	}()
+	w.log.Info("backend: serving", "endpoint", w.cfg.Endpoint.String(), "model", ecfg.Name())
+	if err := w.rt.Endpoint(w.cfg.Endpoint).Serve(serveCtx, runtime.HandlerFunc(w.handle)); err != nil {
+		return fmt.Errorf("backend: serve %s: %w", w.cfg.Endpoint, err)
+	}
+	return nil
+}

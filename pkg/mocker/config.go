@@ -1,0 +1,156 @@
+package mocker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// ErrInvalidConfig is wrapped by every error of Config.Validate.
+var ErrInvalidConfig = errors.New("mocker: invalid config")
+
+// Config configures an Engine (the reference system's MockEngineArgs; the
+// JSON names of --extra-engine-args are given per field). Start from
+// DefaultConfig: the zero value of a numeric field means "the default"
+// where that is noted, but booleans and Watermark take their zero values
+// literally.
+type Config struct {
+	// Model is the model name reported by Start. Zero: "mocker".
+	Model string
+	// ContextLength is the maximum prompt + output length. Zero: 32768.
+	ContextLength int
+	// NumGPUBlocks (num_gpu_blocks) is the KV-cache capacity in blocks per
+	// rank. Zero: 16384.
+	NumGPUBlocks int
+	// BlockSize (block_size) is the number of tokens per KV block; it must
+	// be > 1. Zero: 64.
+	BlockSize int
+	// MaxNumSeqs (max_num_seqs) caps sequences in prefill + decode per rank.
+	// Zero: 256.
+	MaxNumSeqs int
+	// MaxNumBatchedTokens (max_num_batched_tokens) caps tokens per pass per
+	// rank. Zero: 8192.
+	MaxNumBatchedTokens int
+	// EnablePrefixCaching (enable_prefix_caching) shares full blocks
+	// between requests and publishes KV events. Zero: off; default on.
+	EnablePrefixCaching bool
+	// EnableChunkedPrefill (enable_chunked_prefill) admits a request whose
+	// prompt does not fit the current pass's token budget. Zero: off;
+	// default on.
+	EnableChunkedPrefill bool
+	// Watermark (watermark) is the fraction of blocks kept free at
+	// admission, in [0, 1). Zero: no reserve; default 0.01.
+	Watermark float64
+	// SpeedupRatio (speedup_ratio) divides every simulated duration.
+	// Zero: 1.
+	SpeedupRatio float64
+	// DPSize (dp_size) is the number of data-parallel ranks. Zero: 1.
+	DPSize int
+	// StartupTime (startup_time) is slept by Start before serving.
+	// Zero: none.
+	StartupTime time.Duration
+	// Deterministic makes output tokens DeterministicToken(seed, position)
+	// instead of random. Zero: random.
+	Deterministic bool
+
+	// ExitAfterTokens, when > 0, calls Exit(1) once the engine has emitted
+	// that many tokens in total, over all requests. Zero: off.
+	ExitAfterTokens int
+	// Exit is called by the exit fault; cmd passes os.Exit. Required when
+	// ExitAfterTokens > 0.
+	Exit func(code int)
+	// DropAfterTokens, when > 0, makes Generate return
+	// backend.ErrDropStream after emitting that many tokens of a stream
+	// (without a terminal output). Zero: off.
+	DropAfterTokens int
+	// StallAfterTokens, when > 0, makes a stream stop emitting after that
+	// many tokens and wait until the request is killed (its context is
+	// done). Zero: off.
+	StallAfterTokens int
+
+	// Logger receives the engine's few log lines. Zero: discarded.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the reference system's defaults.
+func DefaultConfig() Config {
+	return Config{
+		Model:                "mocker",
+		ContextLength:        32768,
+		NumGPUBlocks:         16384,
+		BlockSize:            64,
+		MaxNumSeqs:           256,
+		MaxNumBatchedTokens:  8192,
+		EnablePrefixCaching:  true,
+		EnableChunkedPrefill: true,
+		Watermark:            0.01,
+		SpeedupRatio:         1,
+		DPSize:               1,
+	}
+}
+
+// withDefaults fills the zero numeric fields that have defaults.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Model == "" {
+		c.Model = d.Model
+	}
+	for _, f := range []struct{ v, def *int }{
+		{&c.ContextLength, &d.ContextLength}, {&c.NumGPUBlocks, &d.NumGPUBlocks},
+		{&c.BlockSize, &d.BlockSize}, {&c.MaxNumSeqs, &d.MaxNumSeqs},
+		{&c.MaxNumBatchedTokens, &d.MaxNumBatchedTokens}, {&c.DPSize, &d.DPSize},
+	} {
+		if *f.v == 0 {
+			*f.v = *f.def
+		}
+	}
+	if c.SpeedupRatio == 0 {
+		c.SpeedupRatio = d.SpeedupRatio
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports every problem of c (after filling defaults), joined,
+// each wrapping ErrInvalidConfig.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"context_length", c.ContextLength}, {"num_gpu_blocks", c.NumGPUBlocks},
+		{"max_num_seqs", c.MaxNumSeqs}, {"max_num_batched_tokens", c.MaxNumBatchedTokens},
+		{"dp_size", c.DPSize},
+	} {
+		if f.v < 0 {
+			bad("%s must be positive, got %d", f.name, f.v)
+		}
+	}
+	if c.BlockSize < 2 {
+		bad("block_size must be > 1, got %d", c.BlockSize)
+	}
+	if c.Watermark < 0 || c.Watermark >= 1 {
+		bad("watermark must be in [0, 1), got %v", c.Watermark)
+	}
+	if !(c.SpeedupRatio > 0) {
+		bad("speedup_ratio must be > 0, got %v", c.SpeedupRatio)
+	}
+	if c.StartupTime < 0 {
+		bad("startup_time must not be negative, got %v", c.StartupTime)
+	}
+	if c.ExitAfterTokens < 0 || c.DropAfterTokens < 0 || c.StallAfterTokens < 0 {
+		bad("fault injection counts must not be negative")
+	}
+	if c.ExitAfterTokens > 0 && c.Exit == nil {
+		bad("ExitAfterTokens needs Exit")
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,58 @@
+package mocker
+
+import "github.com/dynamo-go/dynamo/pkg/kvblock"
+
+// seqState is where a sequence is in its rank's scheduler.
+type seqState uint8
+
+const (
+	stWaiting seqState = iota
+	stPrefill
+	stDecode
+	stDone
+)
+
+// sequence is one request inside a rank's scheduler (the reference
+// system's ActiveSequence). It is guarded by the rank's mutex.
+type sequence struct {
+	out   *stream
+	state seqState
+
+	tokens    []uint32 // prompt + generated
+	promptLen int
+	maxTokens int // tokens to generate in total
+	generated int
+	stop      stopSet
+	seed      int64
+	determ    bool
+
+	// local and seqh are the local and sequence hashes of the full blocks
+	// of tokens, kept across preemption (tokens only grow).
+	local []uint64
+	seqh  []uint64
+
+	blocks    []blockID // allocated blocks; nil when not allocated
+	newTokens int       // prompt tokens still to prefill
+	admitted  bool      // admitted at least once
+}
+
+// extendHashes hashes the full blocks of tokens not hashed yet.
+func (s *sequence) extendHashes(bs int) {
+	for n := len(s.local); (n+1)*bs <= len(s.tokens); n++ {
+		local := kvblock.LocalBlockHash(s.tokens[n*bs : (n+1)*bs])
+		h := local
+		if n > 0 {
+			h = kvblock.SeqHash(s.seqh[n-1], local)
+		}
+		s.local = append(s.local, local)
+		s.seqh = append(s.seqh, h)
+	}
+}
+
+// nextToken is the token generated at the current end of the sequence.
+func (s *sequence) nextToken() uint32 {
+	if s.determ {
+		return DeterministicToken(s.seed, len(s.tokens))
+	}
+	return randomToken()
+}

@@ -1,0 +1,29 @@
+package mocker
+
+import "math/rand/v2"
+
+// First output token id and the number of distinct output ids: tokens are
+// in [tokenBase, tokenBase+tokenRange).
+const (
+	tokenBase  = 1000
+	tokenRange = 1000
+)
+
+// DeterministicToken is the token a Deterministic engine generates at
+// absolute sequence position (prompt length + tokens generated before it)
+// for a request with sampling seed seed (0 when the request has none):
+// 1000 + splitmix64(seed ^ position) % 1000.
+func DeterministicToken(seed int64, position int) uint32 {
+	return tokenBase + uint32(splitmix64(uint64(seed)^uint64(position))%tokenRange)
+}
+
+// randomToken is a uniformly random output token.
+func randomToken() uint32 { return tokenBase + rand.Uint32N(tokenRange) }
+
+// splitmix64 is the SplitMix64 finaliser, a good 64-bit mixing function.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}

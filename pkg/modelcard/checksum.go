@@ -1,0 +1,199 @@
+package modelcard
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+)
+
+// Fields left out of the checksum: the checksum itself, and the runtime
+// config, which describes one instance (its KV capacity may differ from its
+// peers') rather than the model.
+var unsummed = []string{"mdc_sum", "runtime_config"}
+
+// Checksum returns the card's checksum, "sha256:<hex>": the SHA-256 of the
+// card's canonical encoding. The canonical encoding is the card as a JSON
+// object without the "mdc_sum" and "runtime_config" members, with the keys
+// of every object sorted (byte order), no insignificant whitespace, strings
+// escaped as encoding/json does without HTML escaping (only '"', '\\',
+// control characters, U+2028 and U+2029 are escaped), and numbers as
+// written. It covers unknown fields kept from a newer writer. It does not
+// depend on the card's MDCSum field.
+func (c *Card) Checksum() (string, error) {
+	m, err := c.toMap()
+	if err != nil {
+		return "", err
+	}
+	return checksumOf(m)
+}
+
+// Marshal sets c.MDCSum and returns the card's JSON encoding (no HTML
+// escaping, so templates stay readable).
+func (c *Card) Marshal() ([]byte, error) {
+	sum, err := c.Checksum()
+	if err != nil {
+		return nil, err
+	}
+	c.MDCSum = sum
+	if len(c.extra) == 0 {
+		return encode(c)
+	}
+	m, err := c.toMap()
+	if err != nil {
+		return nil, err
+	}
+	return encode(m)
+}
+
+// Unmarshal decodes a card and verifies it: the mdc_sum over the received
+// JSON (so fields this version does not know are covered too) and each
+// embedded file's checksum. A missing or wrong sum is an error wrapping
+// ErrChecksum; malformed JSON wraps ErrInvalid. Unknown fields are kept.
+func Unmarshal(b []byte) (*Card, error) {
+	m, err := decodeObject(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: card: %w", ErrInvalid, err)
+	}
+	want, _ := m["mdc_sum"].(string)
+	if want == "" {
+		return nil, fmt.Errorf("%w: card has no mdc_sum", ErrChecksum)
+	}
+	got, err := checksumOf(m)
+	if err != nil {
+		return nil, err
+	}
+	if got != want {
+		return nil, fmt.Errorf("%w: card %q has mdc_sum %s, contents hash to %s", ErrChecksum, m["display_name"], want, got)
+	}
+	var c Card
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%w: card: %w", ErrInvalid, err)
+	}
+	known := knownFields()
+	for k, v := range m {
+		if known[k] {
+			continue
+		}
+		raw, err := encode(v)
+		if err != nil {
+			return nil, err
+		}
+		if c.extra == nil {
+			c.extra = map[string]json.RawMessage{}
+		}
+		c.extra[k] = raw
+	}
+	if err := c.verifyFiles(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Verify recomputes the checksum from the card's fields and compares it
+// with MDCSum, and checks each embedded file's checksum. A mismatch wraps
+// ErrChecksum.
+func (c *Card) Verify() error {
+	got, err := c.Checksum()
+	if err != nil {
+		return err
+	}
+	if got != c.MDCSum {
+		return fmt.Errorf("%w: card %q has mdc_sum %s, contents hash to %s", ErrChecksum, c.DisplayName, c.MDCSum, got)
+	}
+	return c.verifyFiles()
+}
+
+func (c *Card) verifyFiles() error {
+	for _, f := range []*File{c.TokenizerJSON, c.TokenizerConfigJSON, c.ConfigJSON, c.GenerationConfigJSON} {
+		if err := f.Verify(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// toMap returns the card as a generic JSON object, extra fields included.
+func (c *Card) toMap() (map[string]any, error) {
+	b, err := encode(c)
+	if err != nil {
+		return nil, err
+	}
+	m, err := decodeObject(b)
+	if err != nil {
+		return nil, err
+	}
+	for k, raw := range c.extra {
+		if _, ok := m[k]; ok {
+			continue
+		}
+		var v any
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		if err := d.Decode(&v); err != nil {
+			return nil, fmt.Errorf("%w: card field %s: %w", ErrInvalid, k, err)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+func checksumOf(m map[string]any) (string, error) {
+	cp := make(map[string]any, len(m))
+	for k, v := range m {
+		cp[k] = v
+	}
+	for _, k := range unsummed {
+		delete(cp, k)
+	}
+	b, err := encode(cp) // encoding/json sorts map keys
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(h[:]), nil
+}
+
+func decodeObject(b []byte) (map[string]any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	if d.More() {
+		return nil, fmt.Errorf("trailing data after the card")
+	}
+	return m, nil
+}
+
+// encode is json.Marshal without HTML escaping and without the trailing
+// newline.
+func encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	e := json.NewEncoder(&buf)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		return nil, fmt.Errorf("modelcard: encode: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+var knownFields = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{}
+	t := reflect.TypeFor[Card]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			m[name] = true
+		}
+	}
+	return m
+})
