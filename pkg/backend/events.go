@@ -8,18 +8,9 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/dynamo-go/dynamo/pkg/kvblock"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
-
-// KVEventsSubject is the event-plane subject of a component's KV events.
-func KVEventsSubject(ep runtime.EndpointID) string {
-	return "namespace." + ep.Namespace + ".component." + ep.Component + ".kv-events"
-}
-
-// LoadMetricsSubject is the event-plane subject of a component's load metrics.
-func LoadMetricsSubject(ep runtime.EndpointID) string {
-	return "namespace." + ep.Namespace + ".component." + ep.Component + ".load-metrics"
-}
 
 // eventPublisher publishes an engine's events on the runtime's event
 // plane. Without one (no NATS), events are dropped and that is logged once.
@@ -32,7 +23,12 @@ type eventPublisher struct {
 }
 
 func newEventPublisher(rt *runtime.DistributedRuntime, ep runtime.EndpointID, log *slog.Logger) *eventPublisher {
-	return &eventPublisher{rt: rt, kvSubject: KVEventsSubject(ep), loadSubj: LoadMetricsSubject(ep), log: log}
+	return &eventPublisher{
+		rt:        rt,
+		kvSubject: kvblock.KVEventsSubject(ep.Namespace, ep.Component),
+		loadSubj:  kvblock.LoadMetricsSubject(ep.Namespace),
+		log:       log,
+	}
 }
 
 func (p *eventPublisher) PublishKVEvent(ctx context.Context, _ int, event any) error {

@@ -115,6 +115,7 @@ func (r *RemoveData) UnmarshalJSON(b []byte) error {
 // hash64 decodes a JSON integer in the u64 or i64 range into its u64 bits.
 type hash64 uint64
 
+// UnmarshalJSON parses an unsigned or a signed decimal 64-bit integer.
 func (h *hash64) UnmarshalJSON(b []byte) error {
 	s := string(b)
 	if u, err := strconv.ParseUint(s, 10, 64); err == nil {

@@ -1,0 +1,176 @@
+// Command mocker runs the mocker engine as Dynamo workers: a CPU-only
+// simulation of a vLLM-like engine (continuous batching, paged KV cache
+// with prefix caching, realistic timing, KV events) that registers and
+// serves exactly like a real worker.
+//
+//	mocker --model-path models/demo --speedup-ratio 10
+//
+// Flags and environment: mocker --help.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dynamo-go/dynamo/internal/workerflags"
+	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/hfhub"
+	"github.com/dynamo-go/dynamo/pkg/mocker"
+	"github.com/dynamo-go/dynamo/pkg/modelcard"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Getenv, os.Stderr)) }
+
+// run returns the exit code: 0 after a clean shutdown, 1 when a worker
+// failed (the reason is printed), 2 for bad flags.
+func run(args []string, env func(string) string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mocker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	wf := workerflags.Register(fs, env)
+	mf := registerMocker(fs, env)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: mocker --model-path DIR|ORG/NAME [flags]")
+		fs.PrintDefaults()
+		fmt.Fprintln(stderr, "\nEvery mocker flag can also be set as DYN_MOCKER_<FLAG> (e.g. DYN_MOCKER_SPEEDUP_RATIO=100).")
+		fmt.Fprint(stderr, workerflags.EnvHelp)
+		fmt.Fprintln(stderr, "  DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT  seconds after a signal before a forced exit with code 70 (30)")
+		fmt.Fprintln(stderr, "  DYN_LOG                             log level: debug, info, warn, error (info)")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mocker: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	wcfg, rcfg, werr := wf.Configs()
+	mcfg, merr := mf.config()
+	if err := errors.Join(werr, merr); err != nil {
+		fmt.Fprintln(stderr, "mocker:", err)
+		return 2
+	}
+	hardExit, err := seconds(env("DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT"), 30*time.Second)
+	if err != nil {
+		fmt.Fprintln(stderr, "mocker: DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(env("DYN_LOG"))}))
+	wcfg.Logger = log
+	mcfg.Logger = log
+	mcfg.Exit = os.Exit
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		time.Sleep(hardExit)
+		fmt.Fprintf(stderr, "mocker: shutdown took longer than %s; exiting\n", hardExit)
+		os.Exit(70)
+	}()
+
+	if err := fillFromModel(ctx, &mcfg, wcfg); err != nil {
+		fmt.Fprintln(stderr, "mocker:", err)
+		return 1
+	}
+	if err := mcfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, "mocker:", err)
+		return 2
+	}
+	workers := *mf.numWorkers
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rc := rcfg
+			if i > 0 {
+				rc.SystemPort = runtime.SystemPortDisabled // one status server per process
+			}
+			errs[i] = runWorker(ctx, rc, wcfg, mcfg, log)
+			if errs[i] != nil {
+				stop() // one failed worker takes the process down
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintln(stderr, "mocker:", err)
+		return 1
+	}
+	return 0
+}
+
+// runWorker runs one mocker worker with its own runtime (its own lease and
+// instance id) until ctx ends.
+func runWorker(ctx context.Context, rcfg runtime.Config, wcfg backend.WorkerConfig, mcfg mocker.Config, log *slog.Logger) error {
+	rt, err := runtime.New(ctx, rcfg, runtime.Deps{Logger: log, Registry: prometheus.NewRegistry()})
+	if err != nil {
+		return err
+	}
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- rt.Run(runCtx) }()
+	eng, err := mocker.New(mcfg)
+	if err == nil {
+		err = backend.Run(ctx, rt, eng, wcfg)
+	}
+	cancelRun()
+	if rerr := <-runDone; rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// fillFromModel takes the model name and context length from the model
+// directory when the flags do not set them.
+func fillFromModel(ctx context.Context, c *mocker.Config, w backend.WorkerConfig) error {
+	dir, err := hfhub.Resolve(ctx, w.Hub, w.ModelPath)
+	if err != nil {
+		return fmt.Errorf("model %s: %w", w.ModelPath, err)
+	}
+	card, err := modelcard.FromDir(dir, modelcard.Options{Name: w.ModelName, Source: w.ModelPath})
+	if err != nil {
+		return fmt.Errorf("model %s: %w", w.ModelPath, err)
+	}
+	c.Model = card.DisplayName
+	if c.ContextLength == 0 {
+		c.ContextLength = int(card.ContextLength)
+	}
+	return nil
+}
+
+func seconds(v string, def time.Duration) (time.Duration, error) {
+	if v == "" {
+		return def, nil
+	}
+	s, err := strconv.ParseFloat(v, 64)
+	if err != nil || s <= 0 {
+		return 0, fmt.Errorf("%q: want a positive number of seconds", v)
+	}
+	return time.Duration(s * float64(time.Second)), nil
+}
+
+func logLevel(v string) slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(v)); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/dynamo-go/dynamo/internal/testenv"
+	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/mocker"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+)
+
+// With MOCKER_RUN_MAIN=1 the test binary is the mocker command itself, so
+// the tests below run real mocker processes.
+func TestMain(m *testing.M) {
+	if os.Getenv("MOCKER_RUN_MAIN") == "1" {
+		for i, a := range os.Args {
+			if a == "--" {
+				os.Exit(run(os.Args[i+1:], os.Getenv, os.Stderr))
+			}
+		}
+		os.Exit(2)
+	}
+	os.Exit(m.Run())
+}
+
+func mockerCmd(env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), append(env, "MOCKER_RUN_MAIN=1")...)
+	return cmd
+}
+
+type proc struct {
+	cmd    *exec.Cmd
+	exited chan error
+}
+
+func startMocker(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	cmd := mockerCmd(env, args...)
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, exited: make(chan error, 1)}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("mocker log:\n%s", logs.String())
+		}
+	})
+	return p
+}
+
+func keys(t *testing.T, cli *clientv3.Client, prefix string) []string {
+	t.Helper()
+	resp, err := cli.Get(t.Context(), prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, kv := range resp.Kvs {
+		out = append(out, string(kv.Key))
+	}
+	return out
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Two mocker processes register in a real etcd (instance and card keys);
+// SIGTERM removes one's keys at once while its in-flight stream finishes;
+// SIGKILL leaves the other's keys until the lease expires.
+func TestMockerProcessesRegisterDrainAndExpire(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	etcd := testenv.StartEtcd(t)
+	env := []string{"ETCD_ENDPOINTS=" + etcd.URL, "ETCD_LEASE_TTL=2", "DYN_TCP_RPC_HOST=127.0.0.1",
+		"DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS=0.2", "DYN_LOG=warn"}
+	args := []string{"--model-path", "../../models/demo", "--deterministic", "--speedup-ratio", "5"}
+	a := startMocker(t, env, args...)
+	b := startMocker(t, env, args...)
+
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.URL}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	waitFor(t, 30*time.Second, "two instances and two model cards", func() bool {
+		return len(keys(t, cli, "v1/instances/dynamo/backend/generate/")) == 2 && len(keys(t, cli, "v1/mdc/dynamo/backend/generate/")) == 2
+	})
+
+	// A caller streams from one worker while that worker gets SIGTERM.
+	caller, err := runtime.New(t.Context(), runtime.Config{EtcdEndpoints: []string{etcd.URL}, TCPHost: "127.0.0.1"}, runtime.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	callerCtx, stopCaller := context.WithCancel(context.Background())
+	callerDone := make(chan error, 1)
+	go func() { callerDone <- caller.Run(callerCtx) }()
+	defer func() { stopCaller(); <-callerDone }()
+	cl, err := caller.Endpoint(runtime.EndpointID{Namespace: "dynamo", Component: "backend", Name: "generate"}).Client(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the caller to discover both", func() bool { return len(cl.InstanceIDs()) == 2 })
+	// Which process owns which id: SIGTERM a, then see which id leaves.
+	const maxTokens = 60
+	req, _ := json.Marshal(backend.Request{Model: "demo", TokenIDs: []uint32{1, 2, 3, 4}, StopConditions: backend.StopConditions{MaxTokens: backend.Ptr(uint32(maxTokens))}})
+	type result struct {
+		tokens []uint32
+		last   *backend.Output
+		err    error
+	}
+	results := make(chan result, 2)
+	firstToken := make(chan struct{}, 2)
+	for _, id := range cl.InstanceIDs() {
+		go func() {
+			var r result
+			r.err = cl.Call(runtime.NewContext(context.Background(), ""), id, req, func(item []byte) error {
+				var o backend.Output
+				if err := json.Unmarshal(item, &o); err != nil {
+					return err
+				}
+				if len(r.tokens) == 0 {
+					firstToken <- struct{}{}
+				}
+				r.tokens = append(r.tokens, o.TokenIDs...)
+				r.last = &o
+				return nil
+			})
+			results <- r
+		}()
+	}
+	<-firstToken
+	<-firstToken
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, 2*time.Second, "SIGTERM to remove the worker's keys at once", func() bool {
+		return len(keys(t, cli, "v1/instances/dynamo/backend/generate/")) == 1 && len(keys(t, cli, "v1/mdc/dynamo/backend/generate/")) == 1
+	})
+	for range 2 {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("a stream in flight during SIGTERM failed: %v", r.err)
+		}
+		if len(r.tokens) != maxTokens || r.last.FinishReason == nil || r.last.FinishReason.Kind != backend.FinishLength {
+			t.Fatalf("stream got %d tokens, last %+v; want %d then length", len(r.tokens), r.last, maxTokens)
+		}
+		for i, tok := range r.tokens {
+			if want := mocker.DeterministicToken(0, 4+i); tok != want {
+				t.Fatalf("token %d = %d, want the deterministic %d", i, tok, want)
+			}
+		}
+	}
+	select {
+	case err := <-a.exited:
+		if err != nil {
+			t.Fatalf("mocker after SIGTERM: %v, want exit 0", err)
+		}
+		a.exited <- nil
+	case <-time.After(20 * time.Second):
+		t.Fatal("mocker did not exit within 20s of SIGTERM")
+	}
+
+	// SIGKILL: nobody revokes the lease; the keys go when it expires.
+	_ = b.cmd.Process.Signal(syscall.SIGKILL)
+	if n := len(keys(t, cli, "v1/instances/dynamo/backend/generate/")); n != 1 {
+		t.Fatalf("right after SIGKILL %d instance keys, want 1 (until the lease expires)", n)
+	}
+	waitFor(t, 15*time.Second, "the killed worker's lease to expire", func() bool {
+		return len(keys(t, cli, "v1/instances/")) == 0 && len(keys(t, cli, "v1/mdc/")) == 0
+	})
+}
+
+func TestBadFlagsExitTwoWithAReason(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "--model-path is required"},
+		{[]string{"--model-path", "../../models/demo", "--speedup-ratio", "fast"}, "speedup-ratio"},
+		{[]string{"--model-path", "../../models/demo", "--watermark", "2"}, "atermark"},
+		{[]string{"--model-path", "../../models/demo", "--disaggregation-mode", "both"}, "disaggregation mode"},
+		{[]string{"--model-path", "../../models/demo", "--endpoint", "dyn://Bad.Name"}, "endpoint"},
+	} {
+		cmd := mockerCmd([]string{"DYN_DISCOVERY_BACKEND=mem"}, tc.args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("mocker %v: %v, stderr %q; want exit 2 mentioning %q", tc.args, err, stderr.String(), tc.want)
+		}
+	}
+}
+
+func TestHelpListsFlagsWithDefaults(t *testing.T) {
+	cmd := mockerCmd(nil, "--help")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("--help: %v", err)
+	}
+	help := stderr.String()
+	for _, want := range []string{"-num-gpu-blocks-override", "(default 16384)", "-block-size", "(default 64)", "-max-num-seqs",
+		"-max-num-batched-tokens", "-enable-prefix-caching", "-no-enable-chunked-prefill", "-watermark", "-speedup-ratio",
+		"-data-parallel-size", "-startup-time", "-context-length", "-extra-engine-args", "-disaggregation-mode",
+		"-num-workers", "-deterministic", "-migration-limit", "-model-path", "-model-name", "-endpoint",
+		"-discovery-backend", "-request-plane", "ETCD_ENDPOINTS", "DYN_MOCKER_"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
