@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
 )
 
@@ -128,8 +129,9 @@ type engineArgs struct {
 	BootstrapPort        *int     `json:"bootstrap_port"`
 }
 
-// config folds the flags (and the engine-args file) into a mocker.Config.
-func (m *mockerFlags) config() (mocker.Config, error) {
+// config folds the flags (and the engine-args file) into a mocker.Config,
+// and returns the disaggregation mode the file sets ("" when it sets none).
+func (m *mockerFlags) config() (mocker.Config, string, error) {
 	c := mocker.DefaultConfig()
 	c.NumGPUBlocks = *m.numGPUBlocks
 	c.BlockSize = *m.blockSize
@@ -150,28 +152,38 @@ func (m *mockerFlags) config() (mocker.Config, error) {
 	if *m.numWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--num-workers %d: want at least 1", *m.numWorkers))
 	}
+	mode := ""
 	if *m.extraEngineArgs != "" {
-		if err := applyEngineArgs(&c, *m.extraEngineArgs); err != nil {
+		var err error
+		if mode, err = applyEngineArgs(&c, *m.extraEngineArgs); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if c.ContextLength < 0 {
 		errs = append(errs, fmt.Errorf("--context-length %d must not be negative", c.ContextLength))
 	}
-	return c, errors.Join(errs...)
+	return c, mode, errors.Join(errs...)
 }
 
-func applyEngineArgs(c *mocker.Config, path string) error {
+func applyEngineArgs(c *mocker.Config, path string) (mode string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("--extra-engine-args: %w", err)
+		return "", fmt.Errorf("--extra-engine-args: %w", err)
 	}
 	defer f.Close()
 	dec := json.NewDecoder(f)
 	dec.DisallowUnknownFields()
 	var a engineArgs
 	if err := dec.Decode(&a); err != nil {
-		return fmt.Errorf("--extra-engine-args %s: %w", path, err)
+		return "", fmt.Errorf("--extra-engine-args %s: %w", path, err)
+	}
+	switch {
+	case a.IsPrefill != nil && *a.IsPrefill && a.IsDecode != nil && *a.IsDecode:
+		return "", fmt.Errorf("--extra-engine-args %s: is_prefill and is_decode exclude each other", path)
+	case a.IsPrefill != nil && *a.IsPrefill:
+		mode = backend.ModePrefill
+	case a.IsDecode != nil && *a.IsDecode:
+		mode = backend.ModeDecode
 	}
 	set := func(dst *int, v *int) {
 		if v != nil {
@@ -198,5 +210,5 @@ func applyEngineArgs(c *mocker.Config, path string) error {
 	if a.StartupTime != nil {
 		c.StartupTime = time.Duration(*a.StartupTime * float64(time.Second))
 	}
-	return nil
+	return mode, nil
 }

@@ -60,10 +60,13 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		return 2
 	}
 	wcfg, rcfg, werr := wf.Configs()
-	mcfg, merr := mf.config()
+	mcfg, mode, merr := mf.config()
 	if err := errors.Join(werr, merr); err != nil {
 		fmt.Fprintln(stderr, "mocker:", err)
 		return 2
+	}
+	if mode != "" {
+		wcfg.DisaggregationMode = mode
 	}
 	hardExit, err := seconds(env("DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT"), 30*time.Second)
 	if err != nil {

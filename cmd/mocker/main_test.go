@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/dynamo-go/dynamo/internal/testenv"
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/kvblock"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
@@ -231,6 +233,79 @@ func TestHelpListsFlagsWithDefaults(t *testing.T) {
 		"-discovery-backend", "-request-plane", "ETCD_ENDPOINTS", "DYN_MOCKER_"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
+
+// With the NATS request plane the mocker publishes its KV events on the
+// event plane: a request's prompt blocks arrive as a "stored" event from
+// the worker's instance id.
+func TestMockerPublishesKVEventsOnNATS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	etcd, nc := testenv.StartEtcd(t), testenv.StartNATS(t)
+	env := []string{"ETCD_ENDPOINTS=" + etcd.URL, "NATS_SERVER=" + nc.URL, "DYN_REQUEST_PLANE=nats",
+		"DYN_TCP_RPC_HOST=127.0.0.1", "DYN_LOG=warn", "DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS=0"}
+	startMocker(t, env, "--model-path", "../../models/demo", "--block-size", "4", "--speedup-ratio", "50")
+
+	sub, err := nats.Connect(nc.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	events := make(chan *nats.Msg, 64)
+	s, err := sub.ChanSubscribe(kvblock.KVEventsSubject("dynamo", "backend"), events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Unsubscribe()
+	_ = sub.Flush()
+
+	caller, err := runtime.New(t.Context(), runtime.Config{EtcdEndpoints: []string{etcd.URL}, RequestPlane: runtime.PlaneNATS,
+		NATSServer: nc.URL, TCPHost: "127.0.0.1"}, runtime.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- caller.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	cl, err := caller.Endpoint(runtime.EndpointID{Namespace: "dynamo", Component: "backend", Name: "generate"}).Client(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := cl.WaitForInstances(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := json.Marshal(backend.Request{Model: "demo", TokenIDs: []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9}, StopConditions: backend.StopConditions{MaxTokens: backend.Ptr(uint32(4))}})
+	if err := cl.Call(runtime.NewContext(t.Context(), ""), ids[0], req, func([]byte) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case m := <-events:
+			var ev kvblock.RouterEvent
+			if err := json.Unmarshal(m.Data, &ev); err != nil {
+				t.Fatalf("event %s: %v", m.Data, err)
+			}
+			if ev.WorkerID != ids[0] {
+				t.Fatalf("event from worker %x, want %x", ev.WorkerID, ids[0])
+			}
+			if ev.Event.Data.Stored == nil {
+				continue
+			}
+			// The first two full blocks of the prompt (block size 4).
+			want := kvblock.LocalHashes([]uint32{1, 2, 3, 4, 5, 6, 7, 8}, 4)
+			got := ev.Event.Data.Stored.Blocks
+			if len(got) < 2 || got[0].TokensHash != want[0] || got[1].TokensHash != want[1] {
+				t.Fatalf("stored event %s, want the prompt's block hashes %x", m.Data, want)
+			}
+			return
+		case <-timeout:
+			t.Fatal("no stored KV event on the event plane within 10s")
 		}
 	}
 }

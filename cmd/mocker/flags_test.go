@@ -1,0 +1,55 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func parseMocker(t *testing.T, env map[string]string, args ...string) (*mockerFlags, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("mocker", flag.ContinueOnError)
+	m := registerMocker(fs, func(k string) string { return env[k] })
+	return m, fs.Parse(args)
+}
+
+func TestFlagsEnvAndEngineArgsFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "args.json")
+	if err := os.WriteFile(file, []byte(`{"block_size": 16, "enable_prefix_caching": false, "startup_time": 1.5, "is_prefill": true}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := parseMocker(t, map[string]string{"DYN_MOCKER_SPEEDUP_RATIO": "100", "DYN_MOCKER_MAX_NUM_SEQS": "8"},
+		"--max-num-seqs", "4", "--no-enable-chunked-prefill", "--extra-engine-args", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, mode, err := m.config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SpeedupRatio != 100 || c.MaxNumSeqs != 4 {
+		t.Errorf("speedup %v (env), max seqs %d (flag wins over env 8)", c.SpeedupRatio, c.MaxNumSeqs)
+	}
+	if c.BlockSize != 16 || c.EnablePrefixCaching || c.EnableChunkedPrefill || c.StartupTime != 1500*time.Millisecond || mode != "prefill" {
+		t.Errorf("config %+v mode %q: the file's values must apply", c, mode)
+	}
+	if c.NumGPUBlocks != 16384 || c.Watermark != 0.01 {
+		t.Errorf("defaults lost: blocks %d watermark %v", c.NumGPUBlocks, c.Watermark)
+	}
+}
+
+func TestEngineArgsFileRejectsUnknownKeys(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "args.json")
+	_ = os.WriteFile(file, []byte(`{"block_size": 16, "gpu_memory_utilization": 0.9}`), 0o600)
+	m, _ := parseMocker(t, nil, "--extra-engine-args", file)
+	if _, _, err := m.config(); err == nil || !strings.Contains(err.Error(), "gpu_memory_utilization") {
+		t.Fatalf("unknown key: %v", err)
+	}
+	m, _ = parseMocker(t, map[string]string{"DYN_MOCKER_BLOCK_SIZE": "big"})
+	if _, _, err := m.config(); err == nil || !strings.Contains(err.Error(), "DYN_MOCKER_BLOCK_SIZE") {
+		t.Fatalf("bad env value: %v", err)
+	}
+}
