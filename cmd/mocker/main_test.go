@@ -82,13 +82,7 @@ func keys(t *testing.T, cli *clientv3.Client, prefix string) []string {
 
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, d, what, cond)
 }
 
 // Two mocker processes register in a real etcd (instance and card keys);

@@ -9,9 +9,9 @@ import (
 // demoDir is the repository's demo model.
 var demoDir = filepath.Join("..", "..", "models", "demo")
 
-// sharedModels holds real model files (tokenizers, configs) shared by the
-// team's machines; it is not part of the repository.
-const sharedModels = "/work/shared/testdata/models"
+// sharedModels holds real model files (tokenizers, configs) in the shared
+// folder beside the repository (../shared); it is not part of it.
+var sharedModels = filepath.Join("..", "..", "..", "shared", "testdata", "models")
 
 // sharedModel returns the path of a shared model directory, skipping the
 // test when the shared test data is absent.

@@ -178,13 +178,7 @@ func client(t *testing.T, caller *node, want int) *runtime.Client {
 
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, d, what, cond)
 }
 
 // countRequest is the payload of the counting handler.
