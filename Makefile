@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run test test-short bench fuzz lint clean
+.PHONY: build run test test-short bench bench-tokenizer fuzz lint clean
 
 build:
 	$(GO) build $(PKGS)
@@ -23,6 +23,12 @@ test-short:
 # Benchmarks of the request planes; results go in docs/benchmarks.md.
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./pkg/runtime/ ./pkg/runtime/internal/...
+
+# The tokenizer against Hugging Face's (npm tokenizers, one thread) on the
+# same corpus, in the same run. Needs node and npm; see docs/benchmarks.md.
+bench-tokenizer:
+	$(GO) test -run='^$$' -bench='EncodeChunks|FromFile|DecodeStream' -benchmem -cpu 1 ./pkg/preprocessor/tokenizer/
+	cd scripts/tokenizer && npm install --no-audit --no-fund >/dev/null && node bench.mjs
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzReadMessage -fuzztime=30s ./pkg/runtime/internal/codec/

@@ -1,0 +1,5 @@
+//go:build race
+
+package tokenizer
+
+const raceEnabled = true
