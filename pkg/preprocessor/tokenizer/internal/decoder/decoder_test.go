@@ -2,6 +2,7 @@ package decoder
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -58,5 +59,18 @@ func TestLossy(t *testing.T) {
 		if got := Lossy([]byte(in)); got != want {
 			t.Errorf("Lossy(%q) = %q want %q", in, got, want)
 		}
+	}
+}
+
+// A Replace decoder's regex is Oniguruma syntax, lookaround included (the
+// same engine as the Replace normalizer), not Go's RE2.
+func TestReplaceDecoderRegexWithLookahead(t *testing.T) {
+	d, err := FromJSON([]byte(`{"type":"Replace","pattern":{"Regex":"_(?=\\w)"},"content":" "}`))
+	if err != nil {
+		t.Fatalf("lookahead pattern refused: %v", err)
+	}
+	got := d.DecodeChain([]string{"_a", "b_", "_"})
+	if want := []string{" a", "b_", "_"}; !slices.Equal(got, want) {
+		t.Fatalf("DecodeChain = %q, want %q", got, want)
 	}
 }

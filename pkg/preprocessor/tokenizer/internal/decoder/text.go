@@ -3,7 +3,7 @@ package decoder
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer/internal/normalize"
 	"strings"
 )
 
@@ -172,7 +172,7 @@ func (s Strip) DecodeChain(tokens []string) []string {
 // in each token.
 type Replace struct {
 	literal string
-	re      *regexp.Regexp
+	re      *normalize.Replace // a regex pattern: the normalizer's (regexp2, Oniguruma syntax)
 	content string
 }
 
@@ -192,7 +192,7 @@ func replaceFromJSON(raw json.RawMessage) (Decoder, error) {
 	case v.Pattern.String != nil:
 		d.literal = *v.Pattern.String
 	case v.Pattern.Regex != nil:
-		re, err := regexp.Compile(*v.Pattern.Regex)
+		re, err := normalize.NewReplaceRegex(*v.Pattern.Regex, v.Content)
 		if err != nil {
 			return nil, fmt.Errorf("tokenizer: decoder Replace: unsupported regex %q: %v", *v.Pattern.Regex, err)
 		}
@@ -212,7 +212,7 @@ func (d Replace) DecodeChain(tokens []string) []string {
 	for i, t := range tokens {
 		switch {
 		case d.re != nil:
-			out[i] = d.re.ReplaceAllLiteralString(t, d.content)
+			out[i] = d.re.Normalize(t)
 		case d.literal == "":
 			out[i] = t
 		default:

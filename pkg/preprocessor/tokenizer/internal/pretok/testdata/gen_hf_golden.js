@@ -39,7 +39,8 @@ const fixed = [
 // Deterministic random strings over a mixed pool.
 const pool = Array.from("aAbBzZ09 5  \t\n\r'sStTrRlLdDveV.,;!?-_()<>|\"éÉüßİſ你好日本カナー한국\u0301\u0308\u0903١٢٣²Ⅷ\u00a0\u3000\u200b\u2581\u{1F600}\u{1F44D}\u{1F3FD}\u200d€$+=~@#%^&*{}[]/\\");
 let seed = 12345;
-function rnd(n) { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; }
+// 32-bit LCG (Math.imul: a plain float product loses the low bits).
+function rnd(n) { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return (seed >>> 8) % n; }
 const corpus = fixed.slice();
 for (let i = 0; i < 400; i++) {
   let len = 1 + rnd(24), s = '';
