@@ -30,3 +30,11 @@ func TestMetaspacePrependFirstOnlyAtTheStart(t *testing.T) {
 		}
 	}
 }
+
+// A tokenizer.json that is not valid UTF-8 is refused, as HF refuses it.
+func TestInvalidUTF8FileIsRefused(t *testing.T) {
+	_, err := tokenizer.FromBytes([]byte("{\"model\":{\"type\":\"WordLevel\",\"vocab\":{\"\xff\":0},\"unk_token\":\"\xff\"}}"))
+	if err == nil {
+		t.Fatal("invalid UTF-8 accepted")
+	}
+}

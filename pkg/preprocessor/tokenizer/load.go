@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"unicode/utf8"
 
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer/internal/decoder"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer/internal/jsonscan"
@@ -58,6 +59,11 @@ func FromBytes(b []byte, opts ...Option) (*Tokenizer, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
+	}
+	// HF parses the file as a Rust string: invalid UTF-8 is an error, not
+	// something to carry into the vocabulary.
+	if !utf8.Valid(b) {
+		return nil, fmt.Errorf("tokenizer: tokenizer.json is not valid UTF-8")
 	}
 	sections := map[string][]byte{}
 	r := jsonscan.New(b)

@@ -85,7 +85,9 @@ func (r *Reader) More(first bool, closing byte) (bool, error) {
 	return true, nil
 }
 
-// String reads a JSON string and returns its unescaped value.
+// String reads a JSON string and returns its unescaped value. The input is
+// expected to be valid UTF-8 (the tokenizer checks the whole file first);
+// bytes outside escapes are passed through unchanged.
 func (r *Reader) String() (string, error) {
 	if r.Peek() != '"' {
 		return "", r.errf("expected string")
