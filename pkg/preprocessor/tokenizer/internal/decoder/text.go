@@ -178,11 +178,8 @@ type Replace struct {
 
 func replaceFromJSON(raw json.RawMessage) (Decoder, error) {
 	v := struct {
-		Pattern struct {
-			String *string `json:"String"`
-			Regex  *string `json:"Regex"`
-		} `json:"pattern"`
-		Content string `json:"content"`
+		Pattern normalize.Pattern `json:"pattern"`
+		Content string            `json:"content"`
 	}{}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, fmt.Errorf("tokenizer: decoder Replace: %v", err)

@@ -152,26 +152,28 @@ func prependFromJSON(raw []byte) (Normalizer, error) {
 	return Prepend{Prefix: cfg.Prepend}, nil
 }
 
-// pattern is the tokenizer.json {"String": ...} / {"Regex": ...} object
-// (a bare JSON string is taken as a String pattern).
-type pattern struct {
+// Pattern is the tokenizer.json pattern object of Replace and Split:
+// {"String": ...} or {"Regex": ...}; a bare JSON string is taken as a
+// String pattern.
+type Pattern struct {
 	String *string `json:"String"`
 	Regex  *string `json:"Regex"`
 }
 
-func (p *pattern) UnmarshalJSON(b []byte) error {
+// UnmarshalJSON accepts the object and the bare-string forms.
+func (p *Pattern) UnmarshalJSON(b []byte) error {
 	var s string
 	if json.Unmarshal(b, &s) == nil {
 		p.String = &s
 		return nil
 	}
-	type plain pattern
+	type plain Pattern
 	return json.Unmarshal(b, (*plain)(p))
 }
 
 func replaceFromJSON(raw []byte) (Normalizer, error) {
 	var cfg struct {
-		Pattern pattern `json:"pattern"`
+		Pattern Pattern `json:"pattern"`
 		Content string  `json:"content"`
 	}
 	if err := unmarshal(raw, &cfg); err != nil {

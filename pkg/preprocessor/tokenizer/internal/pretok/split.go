@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer/internal/normalize"
 	"strings"
 	"unicode/utf8"
 
@@ -322,28 +323,11 @@ func newRegexFinder(pattern string) (finder, error) {
 	return regex2{re}, nil
 }
 
-// pattern is the tokenizer.json {"String": ...} / {"Regex": ...} object
-// (a bare JSON string is taken as a String pattern).
-type pattern struct {
-	String *string `json:"String"`
-	Regex  *string `json:"Regex"`
-}
-
-func (p *pattern) UnmarshalJSON(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		p.String = &s
-		return nil
-	}
-	type plain pattern
-	return json.Unmarshal(b, (*plain)(p))
-}
-
 func splitFromJSON(raw []byte) (stage, error) {
 	var cfg struct {
-		Pattern  pattern `json:"pattern"`
-		Behavior string  `json:"behavior"`
-		Invert   bool    `json:"invert"`
+		Pattern  normalize.Pattern `json:"pattern"`
+		Behavior string            `json:"behavior"`
+		Invert   bool              `json:"invert"`
 	}
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return nil, err
