@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"unsafe"
 
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer/internal/jsonscan"
@@ -223,38 +222,46 @@ func parseMerges(r *jsonscan.Reader, rm *rawModel) error {
 		return parseMergeIDs(r, rm)
 	}
 	return r.Array(func(int) error {
-		if r.Peek() == '[' {
-			if err := r.Expect('['); err != nil {
-				return err
-			}
-			a, err := r.String()
-			if err != nil {
-				return err
-			}
-			if err := r.Expect(','); err != nil {
-				return err
-			}
-			b, err := r.String()
-			if err != nil {
-				return err
-			}
-			rm.merges = append(rm.merges, [2]string{a, b})
-			return r.Expect(']')
-		}
-		line, err := r.String()
-		if err != nil {
+		a, b, skip, err := readMerge(r, len(rm.merges)+1)
+		if err != nil || skip {
 			return err
 		}
-		if strings.HasPrefix(line, "#version") {
-			return nil
-		}
-		a, b, ok := strings.Cut(line, " ")
-		if !ok || strings.Contains(b, " ") {
-			return fmt.Errorf("tokenizer: model merges: invalid merge %q at line %d", line, len(rm.merges)+1)
-		}
-		rm.merges = append(rm.merges, [2]string{a, b})
+		rm.merges = append(rm.merges, [2]string{string(a), string(b)})
 		return nil
 	})
+}
+
+// readMerge reads one merges entry, a ["a","b"] pair or an "a b" line; skip
+// reports a "#version" header line, which is not a merge. line numbers the
+// error. a and b may alias the input: use them before the next read.
+func readMerge(r *jsonscan.Reader, line int) (a, b []byte, skip bool, err error) {
+	if r.Peek() == '[' {
+		if err = r.Expect('['); err != nil {
+			return nil, nil, false, err
+		}
+		if a, err = r.RawString(); err != nil {
+			return nil, nil, false, err
+		}
+		if err = r.Expect(','); err != nil {
+			return nil, nil, false, err
+		}
+		if b, err = r.RawString(); err != nil {
+			return nil, nil, false, err
+		}
+		return a, b, false, r.Expect(']')
+	}
+	text, err := r.RawString()
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if bytes.HasPrefix(text, []byte("#version")) {
+		return nil, nil, true, nil
+	}
+	sp := bytes.IndexByte(text, ' ')
+	if sp < 0 || bytes.IndexByte(text[sp+1:], ' ') >= 0 {
+		return nil, nil, false, fmt.Errorf("tokenizer: model merges: invalid merge %q at line %d", text, line)
+	}
+	return text[:sp], text[sp+1:], false, nil
 }
 
 // parseMergeIDs resolves merges to id pairs directly (the vocabulary was
@@ -270,39 +277,9 @@ func parseMergeIDs(r *jsonscan.Reader, rm *rawModel) error {
 		return id, nil
 	}
 	return r.Array(func(int) error {
-		var a, b []byte
-		if r.Peek() == '[' {
-			if err := r.Expect('['); err != nil {
-				return err
-			}
-			x, err := r.RawString()
-			if err != nil {
-				return err
-			}
-			if err := r.Expect(','); err != nil {
-				return err
-			}
-			y, err := r.RawString()
-			if err != nil {
-				return err
-			}
-			if err := r.Expect(']'); err != nil {
-				return err
-			}
-			a, b = x, y
-		} else {
-			line, err := r.RawString()
-			if err != nil {
-				return err
-			}
-			if bytes.HasPrefix(line, []byte("#version")) {
-				return nil
-			}
-			sp := bytes.IndexByte(line, ' ')
-			if sp < 0 || bytes.IndexByte(line[sp+1:], ' ') >= 0 {
-				return fmt.Errorf("tokenizer: model merges: invalid merge %q at line %d", line, len(rm.mergeIDs)+1)
-			}
-			a, b = line[:sp], line[sp+1:]
+		a, b, skip, err := readMerge(r, len(rm.mergeIDs)+1)
+		if err != nil || skip {
+			return err
 		}
 		ia, err := lookup(a)
 		if err != nil {
