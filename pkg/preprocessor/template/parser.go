@@ -1,0 +1,934 @@
+package template
+
+import (
+	"fmt"
+)
+
+// ---- AST ----
+
+type node interface{}
+
+type (
+	textNode   struct{ s string }
+	outputNode struct{ e expr }
+	ifNode     struct {
+		conds  []expr
+		bodies [][]node
+		els    []node
+	}
+	forNode struct {
+		targets   []string
+		iter      expr
+		cond      expr
+		recursive bool
+		body      []node
+		els       []node
+	}
+	setNode struct {
+		targets []expr // nameExpr or attrExpr
+		value   expr
+		body    []node // block set
+	}
+	macroNode struct {
+		name     string
+		params   []string
+		defaults []expr
+		body     []node
+	}
+	callBlockNode struct {
+		params []string
+		defs   []expr
+		call   expr
+		body   []node
+	}
+	filterBlockNode struct {
+		filter *filterExpr
+		body   []node
+	}
+	breakNode    struct{}
+	continueNode struct{}
+)
+
+type expr interface{}
+
+type (
+	constExpr struct{ v any }
+	nameExpr  struct{ name string }
+	listExpr  struct {
+		items []expr
+		tuple bool
+	}
+	dictExpr struct{ keys, vals []expr }
+	attrExpr struct {
+		obj  expr
+		name string
+	}
+	itemExpr  struct{ obj, key expr }
+	sliceExpr struct{ obj, start, stop, step expr }
+	callExpr  struct {
+		fn   expr
+		args []arg
+	}
+	filterExpr struct {
+		obj  expr // nil inside filter blocks
+		name string
+		args []arg
+	}
+	testExpr struct {
+		obj  expr
+		name string
+		args []arg
+		neg  bool
+	}
+	binExpr struct {
+		op   string
+		l, r expr
+	}
+	unaryExpr struct {
+		op string
+		x  expr
+	}
+	condExpr struct{ cond, yes, no expr }
+)
+
+type arg struct {
+	name  string // keyword name, "" for positional
+	star  bool   // *x
+	value expr
+}
+
+// ---- parser ----
+
+type parser struct {
+	toks []token
+	pos  int
+}
+
+func (p *parser) peek() token { return p.toks[p.pos] }
+func (p *parser) next() token { t := p.toks[p.pos]; p.pos++; return t }
+
+func (p *parser) errf(format string, a ...any) error {
+	return fmt.Errorf("template: line %d: %s", p.peek().line, fmt.Sprintf(format, a...))
+}
+
+func (p *parser) isOp(v string) bool {
+	t := p.peek()
+	return t.kind == tOp && t.val == v
+}
+
+func (p *parser) isName(v string) bool {
+	t := p.peek()
+	return t.kind == tName && t.val == v
+}
+
+func (p *parser) expectOp(v string) error {
+	if !p.isOp(v) {
+		return p.errf("expected %q, got %s", v, p.peek())
+	}
+	p.pos++
+	return nil
+}
+
+func (p *parser) expectName() (string, error) {
+	t := p.peek()
+	if t.kind != tName {
+		return "", p.errf("expected a name, got %s", t)
+	}
+	p.pos++
+	return t.val, nil
+}
+
+func (p *parser) expectBlockEnd() error {
+	if p.peek().kind != tBlockEnd {
+		return p.errf("expected end of block, got %s", p.peek())
+	}
+	p.pos++
+	return nil
+}
+
+func parse(toks []token) ([]node, error) {
+	p := &parser{toks: toks}
+	body, end, err := p.parseBody(nil)
+	if err != nil {
+		return nil, err
+	}
+	if end != "" {
+		return nil, p.errf("unexpected '%s'", end)
+	}
+	return body, nil
+}
+
+// parseBody parses nodes until one of the end tags (a block starting with a
+// name in ends) or EOF. It returns the end tag name, leaving the parser
+// positioned after the tag name.
+func (p *parser) parseBody(ends []string) ([]node, string, error) {
+	var out []node
+	for {
+		t := p.peek()
+		switch t.kind {
+		case tEOF:
+			if len(ends) > 0 {
+				return nil, "", p.errf("unexpected end of template, expected %v", ends)
+			}
+			return out, "", nil
+		case tText:
+			p.pos++
+			out = append(out, &textNode{t.val})
+		case tVarBegin:
+			p.pos++
+			e, err := p.parseExpr()
+			if err != nil {
+				return nil, "", err
+			}
+			if p.peek().kind != tVarEnd {
+				return nil, "", p.errf("expected '}}', got %s", p.peek())
+			}
+			p.pos++
+			out = append(out, &outputNode{e})
+		case tBlockBegin:
+			p.pos++
+			kw := p.peek()
+			if kw.kind != tName {
+				return nil, "", p.errf("expected a statement name")
+			}
+			for _, e := range ends {
+				if kw.val == e {
+					p.pos++
+					return out, e, nil
+				}
+			}
+			p.pos++
+			n, err := p.parseStmt(kw.val)
+			if err != nil {
+				return nil, "", err
+			}
+			if n != nil {
+				out = append(out, n)
+			}
+		default:
+			return nil, "", p.errf("unexpected %s", t)
+		}
+	}
+}
+
+func (p *parser) parseStmt(kw string) (node, error) {
+	switch kw {
+	case "if":
+		n := &ifNode{}
+		cond, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		for {
+			if err := p.expectBlockEnd(); err != nil {
+				return nil, err
+			}
+			body, end, err := p.parseBody([]string{"elif", "else", "endif"})
+			if err != nil {
+				return nil, err
+			}
+			n.conds = append(n.conds, cond)
+			n.bodies = append(n.bodies, body)
+			switch end {
+			case "elif":
+				if cond, err = p.parseExpr(); err != nil {
+					return nil, err
+				}
+				continue
+			case "else":
+				if err := p.expectBlockEnd(); err != nil {
+					return nil, err
+				}
+				if n.els, _, err = p.parseBody([]string{"endif"}); err != nil {
+					return nil, err
+				}
+			}
+			return n, p.expectBlockEnd()
+		}
+	case "for":
+		n := &forNode{}
+		for {
+			if p.isOp("(") {
+				p.pos++
+				continue
+			}
+			name, err := p.expectName()
+			if err != nil {
+				return nil, err
+			}
+			n.targets = append(n.targets, name)
+			if p.isOp(")") {
+				p.pos++
+			}
+			if !p.isOp(",") {
+				break
+			}
+			p.pos++
+		}
+		if !p.isName("in") {
+			return nil, p.errf("expected 'in'")
+		}
+		p.pos++
+		iter, err := p.parseOr(true)
+		if err != nil {
+			return nil, err
+		}
+		n.iter = iter
+		if p.isName("if") {
+			p.pos++
+			if n.cond, err = p.parseOr(true); err != nil {
+				return nil, err
+			}
+		}
+		if p.isName("recursive") {
+			p.pos++
+			n.recursive = true
+		}
+		if err := p.expectBlockEnd(); err != nil {
+			return nil, err
+		}
+		body, end, err := p.parseBody([]string{"else", "endfor"})
+		if err != nil {
+			return nil, err
+		}
+		n.body = body
+		if end == "else" {
+			if err := p.expectBlockEnd(); err != nil {
+				return nil, err
+			}
+			if n.els, _, err = p.parseBody([]string{"endfor"}); err != nil {
+				return nil, err
+			}
+		}
+		return n, p.expectBlockEnd()
+	case "set":
+		n := &setNode{}
+		for {
+			if p.isOp("(") || p.isOp(")") {
+				p.pos++
+				continue
+			}
+			name, err := p.expectName()
+			if err != nil {
+				return nil, err
+			}
+			var target expr = &nameExpr{name}
+			for p.isOp(".") {
+				p.pos++
+				attr, err := p.expectName()
+				if err != nil {
+					return nil, err
+				}
+				target = &attrExpr{target, attr}
+			}
+			n.targets = append(n.targets, target)
+			if p.isOp(")") {
+				p.pos++
+			}
+			if !p.isOp(",") {
+				break
+			}
+			p.pos++
+		}
+		if p.peek().kind == tBlockEnd {
+			p.pos++
+			body, _, err := p.parseBody([]string{"endset"})
+			if err != nil {
+				return nil, err
+			}
+			n.body = body
+			return n, p.expectBlockEnd()
+		}
+		if err := p.expectOp("="); err != nil {
+			return nil, err
+		}
+		v, err := p.parseTuple()
+		if err != nil {
+			return nil, err
+		}
+		n.value = v
+		return n, p.expectBlockEnd()
+	case "macro":
+		n := &macroNode{}
+		name, err := p.expectName()
+		if err != nil {
+			return nil, err
+		}
+		n.name = name
+		n.params, n.defaults, err = p.parseParams()
+		if err != nil {
+			return nil, err
+		}
+		if err := p.expectBlockEnd(); err != nil {
+			return nil, err
+		}
+		if n.body, _, err = p.parseBody([]string{"endmacro"}); err != nil {
+			return nil, err
+		}
+		return n, p.skipToBlockEnd()
+	case "call":
+		n := &callBlockNode{}
+		var err error
+		if p.isOp("(") {
+			if n.params, n.defs, err = p.parseParams(); err != nil {
+				return nil, err
+			}
+		}
+		if n.call, err = p.parseExpr(); err != nil {
+			return nil, err
+		}
+		if err := p.expectBlockEnd(); err != nil {
+			return nil, err
+		}
+		if n.body, _, err = p.parseBody([]string{"endcall"}); err != nil {
+			return nil, err
+		}
+		return n, p.expectBlockEnd()
+	case "filter":
+		name, err := p.expectName()
+		if err != nil {
+			return nil, err
+		}
+		f := &filterExpr{name: name}
+		if p.isOp("(") {
+			if f.args, err = p.parseArgs(); err != nil {
+				return nil, err
+			}
+		}
+		if err := p.expectBlockEnd(); err != nil {
+			return nil, err
+		}
+		body, _, err := p.parseBody([]string{"endfilter"})
+		if err != nil {
+			return nil, err
+		}
+		return &filterBlockNode{f, body}, p.expectBlockEnd()
+	case "break":
+		return &breakNode{}, p.expectBlockEnd()
+	case "continue":
+		return &continueNode{}, p.expectBlockEnd()
+	case "generation":
+		// transformers' AssistantTracker: renders its body unchanged.
+		if err := p.expectBlockEnd(); err != nil {
+			return nil, err
+		}
+		body, _, err := p.parseBody([]string{"endgeneration"})
+		if err != nil {
+			return nil, err
+		}
+		return &ifNode{conds: []expr{&constExpr{true}}, bodies: [][]node{body}}, p.expectBlockEnd()
+	case "do":
+		e, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		return &setNode{value: e}, p.expectBlockEnd()
+	}
+	return nil, p.errf("unknown statement %q", kw)
+}
+
+func (p *parser) skipToBlockEnd() error {
+	for p.peek().kind != tBlockEnd && p.peek().kind != tEOF {
+		p.pos++
+	}
+	return p.expectBlockEnd()
+}
+
+func (p *parser) parseParams() ([]string, []expr, error) {
+	if err := p.expectOp("("); err != nil {
+		return nil, nil, err
+	}
+	var names []string
+	var defs []expr
+	for !p.isOp(")") {
+		name, err := p.expectName()
+		if err != nil {
+			return nil, nil, err
+		}
+		var d expr
+		if p.isOp("=") {
+			p.pos++
+			if d, err = p.parseExpr(); err != nil {
+				return nil, nil, err
+			}
+		}
+		names = append(names, name)
+		defs = append(defs, d)
+		if !p.isOp(",") {
+			break
+		}
+		p.pos++
+	}
+	return names, defs, p.expectOp(")")
+}
+
+// parseTuple parses "a, b" as a tuple (used by set and parentheses).
+func (p *parser) parseTuple() (expr, error) {
+	e, err := p.parseExpr()
+	if err != nil {
+		return nil, err
+	}
+	if !p.isOp(",") {
+		return e, nil
+	}
+	items := []expr{e}
+	for p.isOp(",") {
+		p.pos++
+		if p.peek().kind == tBlockEnd || p.isOp(")") {
+			break
+		}
+		e, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, e)
+	}
+	return &listExpr{items: items, tuple: true}, nil
+}
+
+func (p *parser) parseExpr() (expr, error) {
+	e, err := p.parseOr(false)
+	if err != nil {
+		return nil, err
+	}
+	if p.isName("if") {
+		p.pos++
+		cond, err := p.parseOr(false)
+		if err != nil {
+			return nil, err
+		}
+		var no expr
+		if p.isName("else") {
+			p.pos++
+			if no, err = p.parseExpr(); err != nil {
+				return nil, err
+			}
+		}
+		return &condExpr{cond, e, no}, nil
+	}
+	return e, nil
+}
+
+// parseOr; noCond is kept for symmetry with Jinja2's with_condexpr.
+func (p *parser) parseOr(noCond bool) (expr, error) {
+	l, err := p.parseAnd()
+	if err != nil {
+		return nil, err
+	}
+	for p.isName("or") {
+		p.pos++
+		r, err := p.parseAnd()
+		if err != nil {
+			return nil, err
+		}
+		l = &binExpr{"or", l, r}
+	}
+	return l, nil
+}
+
+func (p *parser) parseAnd() (expr, error) {
+	l, err := p.parseNot()
+	if err != nil {
+		return nil, err
+	}
+	for p.isName("and") {
+		p.pos++
+		r, err := p.parseNot()
+		if err != nil {
+			return nil, err
+		}
+		l = &binExpr{"and", l, r}
+	}
+	return l, nil
+}
+
+func (p *parser) parseNot() (expr, error) {
+	if p.isName("not") {
+		p.pos++
+		x, err := p.parseNot()
+		if err != nil {
+			return nil, err
+		}
+		return &unaryExpr{"not", x}, nil
+	}
+	return p.parseCompare()
+}
+
+func (p *parser) parseCompare() (expr, error) {
+	l, err := p.parseMath1()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		t := p.peek()
+		var op string
+		switch {
+		case t.kind == tOp && (t.val == "==" || t.val == "!=" || t.val == "<" || t.val == ">" || t.val == "<=" || t.val == ">="):
+			op = t.val
+			p.pos++
+		case t.kind == tName && t.val == "in":
+			op = "in"
+			p.pos++
+		case t.kind == tName && t.val == "not" && p.toks[p.pos+1].kind == tName && p.toks[p.pos+1].val == "in":
+			op = "not in"
+			p.pos += 2
+		default:
+			return l, nil
+		}
+		r, err := p.parseMath1()
+		if err != nil {
+			return nil, err
+		}
+		l = &binExpr{op, l, r}
+	}
+}
+
+func (p *parser) parseMath1() (expr, error) {
+	l, err := p.parseConcat()
+	if err != nil {
+		return nil, err
+	}
+	for p.isOp("+") || p.isOp("-") {
+		op := p.next().val
+		r, err := p.parseConcat()
+		if err != nil {
+			return nil, err
+		}
+		l = &binExpr{op, l, r}
+	}
+	return l, nil
+}
+
+func (p *parser) parseConcat() (expr, error) {
+	l, err := p.parseMath2()
+	if err != nil {
+		return nil, err
+	}
+	for p.isOp("~") {
+		p.pos++
+		r, err := p.parseMath2()
+		if err != nil {
+			return nil, err
+		}
+		l = &binExpr{"~", l, r}
+	}
+	return l, nil
+}
+
+func (p *parser) parseMath2() (expr, error) {
+	l, err := p.parsePow()
+	if err != nil {
+		return nil, err
+	}
+	for p.isOp("*") || p.isOp("/") || p.isOp("//") || p.isOp("%") {
+		op := p.next().val
+		r, err := p.parsePow()
+		if err != nil {
+			return nil, err
+		}
+		l = &binExpr{op, l, r}
+	}
+	return l, nil
+}
+
+func (p *parser) parsePow() (expr, error) {
+	l, err := p.parseUnary(true)
+	if err != nil {
+		return nil, err
+	}
+	for p.isOp("**") {
+		p.pos++
+		r, err := p.parseUnary(true)
+		if err != nil {
+			return nil, err
+		}
+		l = &binExpr{"**", l, r}
+	}
+	return l, nil
+}
+
+func (p *parser) parseUnary(withFilter bool) (expr, error) {
+	var e expr
+	var err error
+	if p.isOp("-") || p.isOp("+") {
+		op := p.next().val
+		x, err := p.parseUnary(false)
+		if err != nil {
+			return nil, err
+		}
+		e = &unaryExpr{op, x}
+	} else {
+		if e, err = p.parsePrimary(); err != nil {
+			return nil, err
+		}
+	}
+	if e, err = p.parsePostfix(e); err != nil {
+		return nil, err
+	}
+	if withFilter {
+		return p.parseFilterExpr(e)
+	}
+	return e, nil
+}
+
+func (p *parser) parsePrimary() (expr, error) {
+	t := p.next()
+	switch t.kind {
+	case tName:
+		switch t.val {
+		case "true", "True":
+			return &constExpr{true}, nil
+		case "false", "False":
+			return &constExpr{false}, nil
+		case "none", "None":
+			return &constExpr{nil}, nil
+		}
+		return &nameExpr{t.val}, nil
+	case tString:
+		s := t.val
+		for p.peek().kind == tString {
+			s += p.next().val
+		}
+		return &constExpr{s}, nil
+	case tInt, tFloat:
+		return &constExpr{t.num}, nil
+	case tOp:
+		switch t.val {
+		case "(":
+			if p.isOp(")") {
+				p.pos++
+				return &listExpr{tuple: true}, nil
+			}
+			e, err := p.parseExpr()
+			if err != nil {
+				return nil, err
+			}
+			if p.isOp(",") {
+				items := []expr{e}
+				for p.isOp(",") {
+					p.pos++
+					if p.isOp(")") {
+						break
+					}
+					e, err := p.parseExpr()
+					if err != nil {
+						return nil, err
+					}
+					items = append(items, e)
+				}
+				e = &listExpr{items: items, tuple: true}
+			}
+			return e, p.expectOp(")")
+		case "[":
+			l := &listExpr{}
+			for !p.isOp("]") {
+				e, err := p.parseExpr()
+				if err != nil {
+					return nil, err
+				}
+				l.items = append(l.items, e)
+				if !p.isOp(",") {
+					break
+				}
+				p.pos++
+			}
+			return l, p.expectOp("]")
+		case "{":
+			d := &dictExpr{}
+			for !p.isOp("}") {
+				k, err := p.parseExpr()
+				if err != nil {
+					return nil, err
+				}
+				if err := p.expectOp(":"); err != nil {
+					return nil, err
+				}
+				v, err := p.parseExpr()
+				if err != nil {
+					return nil, err
+				}
+				d.keys = append(d.keys, k)
+				d.vals = append(d.vals, v)
+				if !p.isOp(",") {
+					break
+				}
+				p.pos++
+			}
+			return d, p.expectOp("}")
+		}
+	}
+	p.pos--
+	return nil, p.errf("unexpected %s", t)
+}
+
+func (p *parser) parsePostfix(e expr) (expr, error) {
+	for {
+		switch {
+		case p.isOp("."):
+			p.pos++
+			t := p.next()
+			switch t.kind {
+			case tName:
+				e = &attrExpr{e, t.val}
+			case tInt:
+				e = &itemExpr{e, &constExpr{t.num}}
+			case tFloat: // a.0.1 lexes as a . 0.1
+				parts := splitDot(t.val)
+				for _, s := range parts {
+					var n int64
+					fmt.Sscan(s, &n)
+					e = &itemExpr{e, &constExpr{n}}
+				}
+			default:
+				return nil, p.errf("expected attribute name")
+			}
+		case p.isOp("["):
+			p.pos++
+			var parts [3]expr
+			idx, colons := 0, 0
+			for !p.isOp("]") {
+				if p.isOp(":") {
+					p.pos++
+					colons++
+					idx++
+					continue
+				}
+				x, err := p.parseExpr()
+				if err != nil {
+					return nil, err
+				}
+				if idx < 3 {
+					parts[idx] = x
+				}
+			}
+			p.pos++
+			if colons == 0 {
+				e = &itemExpr{e, parts[0]}
+			} else {
+				e = &sliceExpr{e, parts[0], parts[1], parts[2]}
+			}
+		case p.isOp("("):
+			args, err := p.parseArgs()
+			if err != nil {
+				return nil, err
+			}
+			e = &callExpr{e, args}
+		default:
+			return e, nil
+		}
+	}
+}
+
+func splitDot(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+func (p *parser) parseArgs() ([]arg, error) {
+	if err := p.expectOp("("); err != nil {
+		return nil, err
+	}
+	var args []arg
+	for !p.isOp(")") {
+		a := arg{}
+		if p.isOp("*") || p.isOp("**") {
+			p.pos++
+			a.star = true
+		} else if p.peek().kind == tName && p.toks[p.pos+1].kind == tOp && p.toks[p.pos+1].val == "=" {
+			a.name = p.next().val
+			p.pos++
+		}
+		v, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		a.value = v
+		args = append(args, a)
+		if !p.isOp(",") {
+			break
+		}
+		p.pos++
+	}
+	return args, p.expectOp(")")
+}
+
+func (p *parser) parseFilterExpr(e expr) (expr, error) {
+	for {
+		switch {
+		case p.isOp("|"):
+			p.pos++
+			name, err := p.expectName()
+			if err != nil {
+				return nil, err
+			}
+			for p.isOp(".") {
+				p.pos++
+				n2, err := p.expectName()
+				if err != nil {
+					return nil, err
+				}
+				name += "." + n2
+			}
+			f := &filterExpr{obj: e, name: name}
+			if p.isOp("(") {
+				if f.args, err = p.parseArgs(); err != nil {
+					return nil, err
+				}
+			}
+			e = f
+			var err2 error
+			if e, err2 = p.parsePostfix(e); err2 != nil {
+				return nil, err2
+			}
+		case p.isName("is"):
+			p.pos++
+			t := &testExpr{obj: e}
+			if p.isName("not") {
+				p.pos++
+				t.neg = true
+			}
+			tk := p.next()
+			if tk.kind != tName && !(tk.kind == tOp && (tk.val == "==" || tk.val == "!=" || tk.val == "<" || tk.val == ">" || tk.val == "<=" || tk.val == ">=")) {
+				p.pos--
+				return nil, p.errf("expected test name")
+			}
+			t.name = tk.val
+			if tk.kind == tName && (tk.val == "none" || tk.val == "true" || tk.val == "false" || tk.val == "None" || tk.val == "True" || tk.val == "False") {
+				t.name = lowerASCII(tk.val)
+			}
+			if p.isOp("(") {
+				var err error
+				if t.args, err = p.parseArgs(); err != nil {
+					return nil, err
+				}
+			} else if nt := p.peek(); nt.kind == tString || nt.kind == tInt || nt.kind == tFloat ||
+				(nt.kind == tName && nt.val != "and" && nt.val != "or" && nt.val != "if" && nt.val != "else" && nt.val != "in" && nt.val != "not" && nt.val != "is") || (nt.kind == tOp && (nt.val == "[" || nt.val == "{")) {
+				x, err := p.parseUnary(false)
+				if err != nil {
+					return nil, err
+				}
+				t.args = []arg{{value: x}}
+			}
+			e = t
+		default:
+			return e, nil
+		}
+	}
+}
+
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 32
+		}
+	}
+	return string(b)
+}
