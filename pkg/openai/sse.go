@@ -1,0 +1,59 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// SSEDone is the line that ends a successful stream.
+const SSEDone = "data: [DONE]\n\n"
+
+// WriteSSE writes one server-sent event: "event: <name>" when name is set,
+// then "data: <compact JSON of data>", then a blank line.
+func WriteSSE(w io.Writer, name string, data any) error {
+	var buf bytes.Buffer
+	if name != "" {
+		buf.WriteString("event: ")
+		buf.WriteString(name)
+		buf.WriteByte('\n')
+	}
+	buf.WriteString("data: ")
+	if err := Encode(&buf, data); err != nil {
+		return fmt.Errorf("openai: encode event: %w", err)
+	}
+	buf.WriteString("\n\n")
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// WriteSSEError writes the event that ends a failed stream: "event: error"
+// with the message as a comment line and as a JSON error body. No [DONE]
+// follows it.
+func WriteSSEError(w io.Writer, status int, msg string) error {
+	var buf bytes.Buffer
+	comment := strings.ReplaceAll(strings.ReplaceAll(msg, "\r", " "), "\n", " ")
+	fmt.Fprintf(&buf, "event: error\n: %s\ndata: ", comment)
+	if err := Encode(&buf, struct {
+		Error ErrorBody `json:"error"`
+	}{NewErrorBody(status, msg)}); err != nil {
+		return fmt.Errorf("openai: encode error event: %w", err)
+	}
+	buf.WriteString("\n\n")
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// Encode writes v as compact JSON without a trailing newline and without
+// HTML escaping ("<" stays "<", as the reference system writes it).
+func Encode(buf *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	buf.Truncate(buf.Len() - 1) // Encode's newline
+	return nil
+}
