@@ -27,7 +27,7 @@ var Allowed = map[string][]string{
 	"pkg/mocker":            {"pkg/backend", "pkg/runtime", "pkg/kvblock"},
 	"pkg/router":            {"pkg/runtime", "pkg/backend", "pkg/kvblock"},
 	"pkg/migration":         {"pkg/router", "pkg/runtime", "pkg/backend"},
-	"pkg/preprocessor":      {"pkg/migration", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/openai"},
+	"pkg/preprocessor":      {"pkg/migration", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/openai", "pkg/modelcard"},
 	"pkg/frontend":          {"pkg/preprocessor", "pkg/migration", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/openai", "pkg/kvblock", "pkg/modelcard"},
 	"internal/testenv":      {},
 	"internal/archtest":     {},

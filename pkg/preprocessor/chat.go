@@ -1,0 +1,145 @@
+package preprocessor
+
+import (
+	"context"
+
+	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/openai"
+)
+
+// Chat serves one chat completions request as a stream of events: the
+// annotations nvext asks for (request_id, formatted_prompt, token_ids),
+// then chat.completion.chunk objects — the role on each choice's first
+// chunk, content deltas, the finish reason on the last chunk — and, with
+// stream_options.include_usage, a final chunk with empty choices and the
+// usage. id is the request id; response ids are "chatcmpl-<id>".
+//
+// An error before anything was emitted (validation, template, prompt too
+// long, no worker) is returned with no event sent; an error after that
+// ends the stream and is returned too.
+func (m *Model) Chat(ctx context.Context, id string, req *openai.ChatCompletionRequest, next Generator, emit func(Event) error) error {
+	prep, err := m.PrepareChat(req)
+	if err != nil {
+		return err
+	}
+	return m.streamChat(ctx, id, req, prep, next, req.IncludeUsage(), emit)
+}
+
+// ChatUnary serves a non-streaming chat request: the same stream folded
+// into one chat.completion, usage always included.
+func (m *Model) ChatUnary(ctx context.Context, id string, req *openai.ChatCompletionRequest, next Generator) (*openai.ChatCompletion, error) {
+	prep, err := m.PrepareChat(req)
+	if err != nil {
+		return nil, err
+	}
+	var acc ChatAccumulator
+	err = m.streamChat(ctx, id, req, prep, next, true, func(ev Event) error {
+		if c, ok := ev.Data.(*openai.ChatCompletionChunk); ok && ev.Name == "" {
+			acc.Add(c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return acc.Result(), nil
+}
+
+func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompletionRequest, prep *Prepared, next Generator, usage bool, emit func(Event) error) error {
+	if err := annotate(id, req.NvExt, prep, emit); err != nil {
+		return err
+	}
+	n := 1
+	if req.N != nil {
+		n = *req.N
+	}
+	continuous := req.StreamOptions != nil && req.StreamOptions.ContinuousUsageStats
+	base := openai.ChatCompletionChunk{
+		ID:      "chatcmpl-" + id,
+		Object:  openai.ObjectChatCompletionChunk,
+		Created: m.clock().Unix(),
+		Model:   req.Model,
+	}
+	promptTokens := len(prep.Request.TokenIDs)
+	completion := 0
+	var chatLP chatLogprobs
+	wantLP := prep.Request.OutputOptions.Logprobs != nil
+	cached, err := m.run(ctx, prep, n, next, func(c *choice, d Delta) error {
+		completion += len(d.TokenIDs)
+		if d.Text == "" && d.Finish == nil {
+			return nil // nothing a client can see yet (e.g. half a character)
+		}
+		ch := openai.ChatChunkChoice{Index: c.index}
+		if !c.roleSent {
+			ch.Delta.Role = "assistant"
+			c.roleSent = true
+		}
+		if d.Text != "" {
+			ch.Delta.Content = &d.Text
+		}
+		if d.Finish != nil {
+			ch.FinishReason = finishReason(d.Finish)
+		}
+		if wantLP {
+			ch.Logprobs = chatLP.convert(m, d)
+		}
+		chunk := base
+		chunk.Choices = []openai.ChatChunkChoice{ch}
+		if continuous {
+			chunk.Usage = &openai.Usage{PromptTokens: promptTokens, CompletionTokens: completion, TotalTokens: promptTokens + completion}
+		}
+		return emit(Event{Data: &chunk})
+	})
+	if err != nil {
+		return err
+	}
+	if usage {
+		chunk := base
+		chunk.Choices = []openai.ChatChunkChoice{}
+		chunk.Usage = usageOf(promptTokens, completion, cached)
+		return emit(Event{Data: &chunk})
+	}
+	return nil
+}
+
+// annotate sends the annotation events nvext asks for, before generation.
+func annotate(id string, nv *openai.NvExt, prep *Prepared, emit func(Event) error) error {
+	if nv.HasAnnotation(openai.AnnotationRequestID) {
+		if err := emit(Event{Name: EventRequestID, Data: id}); err != nil {
+			return err
+		}
+	}
+	if nv.HasAnnotation(openai.AnnotationFormattedPrompt) {
+		if err := emit(Event{Name: EventFormattedPrompt, Data: prep.Prompt}); err != nil {
+			return err
+		}
+	}
+	if nv.HasAnnotation(openai.AnnotationTokenIDs) {
+		if err := emit(Event{Name: EventTokenIDs, Data: prep.Request.TokenIDs}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishReason maps an engine finish to OpenAI's spelling.
+func finishReason(f *backend.FinishReason) *string {
+	var s string
+	switch f.Kind {
+	case backend.FinishLength:
+		s = openai.FinishLength
+	case backend.FinishContentFilter:
+		s = openai.FinishContentFilter
+	default: // eos, stop, cancelled
+		s = openai.FinishStop
+	}
+	return &s
+}
+
+func usageOf(prompt, completion int, cached *int) *openai.Usage {
+	u := &openai.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+	if cached != nil {
+		u.PromptTokensDetails = &openai.PromptDetail{CachedTokens: *cached}
+	}
+	return u
+}

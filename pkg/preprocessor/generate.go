@@ -1,0 +1,117 @@
+package preprocessor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+)
+
+// Generator is the next stage of the pipeline (the migration stage, the
+// router, or an engine): the engine's Generate shape.
+type Generator interface {
+	Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error
+}
+
+// Event is one item of a response stream: a chunk (Name empty) or a named
+// annotation event. Data is JSON-encodable; an SSE writer sends
+// "event: <Name>" (when set) and "data: <json>".
+type Event struct {
+	Name string
+	Data any
+}
+
+// Annotation event names (nvext.annotations).
+const (
+	EventRequestID       = "request_id"
+	EventFormattedPrompt = "formatted_prompt"
+	EventTokenIDs        = "token_ids"
+)
+
+// choice is the output-side state of one choice of one engine request.
+type choice struct {
+	dec      *Decoder
+	index    int // OpenAI choice index
+	roleSent bool
+	done     bool
+	tokens   int // completion tokens accepted
+	offset   int // text emitted so far, in bytes (completions text_offset)
+}
+
+// run sends prep to next and calls onDelta for each decoded delta, in
+// order. A local stop (stop string, stop token) stops generation upstream
+// and later tokens are ignored. It returns the engine's cached prompt
+// tokens, if reported. An error finish or a stream that ends before every
+// choice finished is an error.
+func (m *Model) run(ctx context.Context, prep *Prepared, n int, next Generator, onDelta func(c *choice, d Delta) error) (cached *int, err error) {
+	rc, ok := runtime.FromContext(ctx)
+	if !ok {
+		rc = runtime.NewContext(ctx, "")
+		defer rc.Release()
+		ctx = rc
+	}
+	opts := DecoderOptionsFor(prep.Request)
+	choices := map[uint32]*choice{}
+	get := func(i uint32) *choice {
+		c := choices[i]
+		if c == nil {
+			o := opts
+			o.PromptIDs = prep.Request.TokenIDs
+			c = &choice{dec: NewDecoder(m.tok, o), index: prep.Index*n + int(i)}
+			choices[i] = c
+		}
+		return c
+	}
+	for i := 0; i < n; i++ {
+		get(uint32(i))
+	}
+	err = next.Generate(ctx, prep.Request, func(out *backend.Output) error {
+		var i uint32
+		if out.Index != nil {
+			i = *out.Index
+		}
+		if int(i) >= n {
+			return fmt.Errorf("preprocessor: engine sent choice index %d for a request with n=%d", i, n)
+		}
+		if u := out.CompletionUsage; u != nil && u.PromptTokensDetails != nil {
+			cached = &u.PromptTokensDetails.CachedTokens
+		}
+		c := get(i)
+		if c.done {
+			return nil // trailing tokens after a local stop
+		}
+		d, err := c.dec.Step(out)
+		if err != nil {
+			return err
+		}
+		c.tokens += len(d.TokenIDs)
+		if d.StoppedLocally {
+			allDone := true
+			for _, o := range choices {
+				if o != c && !o.done {
+					allDone = false
+				}
+			}
+			if allDone {
+				rc.StopGenerating()
+			}
+		}
+		if d.Finish != nil {
+			c.done = true
+			if d.Finish.Kind == backend.FinishError {
+				return &runtime.Error{Type: runtime.TypeUnknown, Message: d.Finish.Message}
+			}
+		}
+		return onDelta(c, d)
+	})
+	if err != nil {
+		return cached, err
+	}
+	for _, c := range choices {
+		if !c.done {
+			return cached, runtime.NewError(runtime.TypeStreamIncomplete, "the engine stream ended without a finish reason")
+		}
+	}
+	return cached, nil
+}

@@ -1,0 +1,142 @@
+package preprocessor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dynamo-go/dynamo/pkg/modelcard"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor/template"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer"
+)
+
+// ErrNoChatTemplate is returned for a chat request to a model without a
+// chat template (it can still serve completions).
+var ErrNoChatTemplate = errors.New("preprocessor: model has no chat template")
+
+// Options configure a Model. The zero value is valid.
+type Options struct {
+	// Now is the clock of the templates' strftime_now; nil means time.Now.
+	Now func() time.Time
+	// Clock stamps the "created" field of responses; nil means time.Now.
+	Clock func() time.Time
+}
+
+// Model holds what preprocessing one model needs, built once when the
+// model's first worker appears: the tokenizer, the compiled chat templates
+// (the per-model template cache), the special-token strings templates see,
+// and the EOS ids. It is immutable and safe for concurrent use.
+type Model struct {
+	card      *modelcard.Card
+	tok       *tokenizer.Tokenizer
+	templates map[string]*template.Template
+	special   []kv // tokenizer_config.json's *_token entries, in file order
+	eos       []uint32
+	clock     func() time.Time
+}
+
+type kv struct {
+	key string
+	val any
+}
+
+// NewModel loads the card's tokenizer and compiles its chat templates.
+func NewModel(card *modelcard.Card, opts Options) (*Model, error) {
+	if card == nil || card.TokenizerJSON == nil {
+		return nil, errors.New("preprocessor: model card has no tokenizer.json")
+	}
+	var topts []tokenizer.Option
+	if card.TokenizerConfigJSON != nil {
+		topts = append(topts, tokenizer.WithConfig(card.TokenizerConfigJSON.Bytes()))
+	}
+	tok, err := tokenizer.FromBytes(card.TokenizerJSON.Bytes(), topts...)
+	if err != nil {
+		return nil, fmt.Errorf("preprocessor: model %q: %w", card.DisplayName, err)
+	}
+	m := &Model{
+		card:      card,
+		tok:       tok,
+		templates: map[string]*template.Template{},
+		eos:       append([]uint32(nil), card.GenConfig.EOSTokenIDs...),
+		clock:     opts.Clock,
+	}
+	if m.clock == nil {
+		m.clock = time.Now
+	}
+	for name, src := range card.ChatTemplate.Named() {
+		t, err := template.Compile(src, template.Options{Now: opts.Now})
+		if err != nil {
+			return nil, fmt.Errorf("preprocessor: model %q: chat template %q: %w", card.DisplayName, name, err)
+		}
+		m.templates[name] = t
+	}
+	if card.TokenizerConfigJSON != nil {
+		if m.special, err = specialTokens(card.TokenizerConfigJSON.Bytes()); err != nil {
+			return nil, fmt.Errorf("preprocessor: model %q: tokenizer_config.json: %w", card.DisplayName, err)
+		}
+	} else {
+		m.special = cardSpecialTokens(card.SpecialTokens)
+	}
+	return m, nil
+}
+
+// Card returns the model card the Model was built from.
+func (m *Model) Card() *modelcard.Card { return m.card }
+
+// Tokenizer returns the model's tokenizer.
+func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
+
+// HasChatTemplate reports whether the model can serve chat requests.
+func (m *Model) HasChatTemplate() bool { return len(m.templates) > 0 }
+
+// specialTokens returns tokenizer_config.json's "*_token" entries and
+// additional_special_tokens as the plain values transformers puts in the
+// template context ({"content": ...} objects become their content).
+func specialTokens(cfg []byte) ([]kv, error) {
+	v, err := template.DecodeJSON(cfg)
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := v.(*template.OrderedMap)
+	if !ok {
+		return nil, errors.New("not a JSON object")
+	}
+	var out []kv
+	for _, k := range obj.Keys() {
+		if !strings.HasSuffix(k, "_token") && k != "additional_special_tokens" {
+			continue
+		}
+		val, _ := obj.Get(k)
+		switch val.(type) {
+		case string, *template.OrderedMap, []any:
+			out = append(out, kv{k, tokenContent(val)})
+		}
+	}
+	return out, nil
+}
+
+func tokenContent(v any) any {
+	switch x := v.(type) {
+	case *template.OrderedMap:
+		c, _ := x.Get("content")
+		return c
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = tokenContent(e)
+		}
+		return out
+	}
+	return v
+}
+
+func cardSpecialTokens(s modelcard.SpecialTokens) []kv {
+	var out []kv
+	for _, p := range []kv{{"bos_token", s.BOS}, {"eos_token", s.EOS}, {"unk_token", s.UNK}, {"pad_token", s.PAD}} {
+		if p.val != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,167 @@
+package preprocessor
+
+import (
+	"strings"
+
+	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/openai"
+)
+
+// Prepared is one engine request built from an OpenAI request, with what
+// the output side needs to present it.
+type Prepared struct {
+	// Request goes to the next stage. Request.TokenIDs is the prompt.
+	Request *backend.Request
+	// Prompt is the text that was tokenized: the rendered chat template, or
+	// the completions prompt; "" when the client sent token ids.
+	Prompt string
+	// Index is the prompt's position in a batch completions request.
+	Index int
+}
+
+// PrepareChat renders, tokenizes (without adding special tokens: the
+// template holds them) and builds the engine request.
+func (m *Model) PrepareChat(req *openai.ChatCompletionRequest) (*Prepared, error) {
+	p := &Prepared{}
+	var ids []uint32
+	switch nv := req.NvExt; {
+	case nv != nil && len(nv.TokenData) > 0:
+		ids = append([]uint32(nil), nv.TokenData...)
+	case nv != nil && nv.UseRawPrompt != nil && *nv.UseRawPrompt:
+		last := req.Messages[len(req.Messages)-1]
+		if texts, ok := last.Content.TextOnly(); ok {
+			p.Prompt = strings.Join(texts, "\n")
+		} else if last.Content.Text != nil {
+			p.Prompt = *last.Content.Text
+		}
+	default:
+		text, err := m.RenderChat(req)
+		if err != nil {
+			return nil, err
+		}
+		p.Prompt = text
+	}
+	if ids == nil {
+		var err error
+		if ids, err = m.encode(p.Prompt, false); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.checkPrompt(ids, "messages"); err != nil {
+		return nil, err
+	}
+	logprobs := (*uint32)(nil)
+	if req.TopLogprobs != nil && *req.TopLogprobs > 0 {
+		logprobs = backend.Ptr(uint32(*req.TopLogprobs))
+	} else if req.Logprobs != nil && *req.Logprobs {
+		logprobs = backend.Ptr(uint32(1))
+	}
+	guided, err := req.GuidedDecoding()
+	if err != nil {
+		return nil, err
+	}
+	p.Request = m.buildRequest(ids, options{
+		maxTokens: req.MaxTokensLimit(), stop: req.Stop, n: req.N, seed: req.Seed,
+		temperature: req.Temperature, topP: req.TopP,
+		presence: req.PresencePenalty, frequency: req.FrequencyPenalty,
+		logprobs: logprobs, guided: guided,
+	}, &req.CommonExt)
+	return p, nil
+}
+
+// PrepareCompletion builds one engine request per prompt of a completions
+// request (a batch fans out). Text prompts are tokenized with the
+// tokenizer's special tokens (BOS and the like) added.
+func (m *Model) PrepareCompletion(req *openai.CompletionRequest) ([]*Prepared, error) {
+	guided, err := req.GuidedDecoding()
+	if err != nil {
+		return nil, err
+	}
+	var logprobs *uint32
+	if req.Logprobs != nil && *req.Logprobs > 0 {
+		logprobs = backend.Ptr(uint32(*req.Logprobs))
+	}
+	opts := options{
+		maxTokens: req.MaxTokens, stop: req.Stop, n: req.N, seed: req.Seed, bestOf: req.BestOf,
+		temperature: req.Temperature, topP: req.TopP,
+		presence: req.PresencePenalty, frequency: req.FrequencyPenalty,
+		logprobs: logprobs, guided: guided,
+	}
+	type prompt struct {
+		text   string
+		ids    []uint32
+		isText bool
+	}
+	var prompts []prompt
+	pr := req.Prompt
+	switch {
+	case req.NvExt != nil && len(req.NvExt.TokenData) > 0:
+		prompts = []prompt{{ids: req.NvExt.TokenData}}
+	case pr.Text != nil:
+		prompts = []prompt{{text: *pr.Text, isText: true}}
+	case pr.Texts != nil:
+		for _, t := range pr.Texts {
+			prompts = append(prompts, prompt{text: t, isText: true})
+		}
+	case pr.Tokens != nil:
+		prompts = []prompt{{ids: pr.Tokens}}
+	default:
+		for _, ids := range pr.TokenSet {
+			prompts = append(prompts, prompt{ids: ids})
+		}
+	}
+	if len(prompts) == 0 {
+		return nil, invalid("Validation: prompt must not be empty")
+	}
+	out := make([]*Prepared, len(prompts))
+	for i, pp := range prompts {
+		ids := append([]uint32(nil), pp.ids...)
+		if pp.isText {
+			if ids, err = m.encode(pp.text, true); err != nil {
+				return nil, err
+			}
+		} else if err := m.checkVocab(ids); err != nil {
+			return nil, err
+		}
+		if err := m.checkPrompt(ids, "prompt"); err != nil {
+			return nil, err
+		}
+		out[i] = &Prepared{Request: m.buildRequest(ids, opts, &req.CommonExt), Prompt: pp.text, Index: i}
+	}
+	return out, nil
+}
+
+// encode tokenizes text, dropping NUL characters first.
+func (m *Model) encode(text string, addSpecial bool) ([]uint32, error) {
+	if strings.IndexByte(text, 0) >= 0 {
+		text = strings.ReplaceAll(text, "\x00", "")
+	}
+	ids, err := m.tok.Encode(text, addSpecial)
+	if err != nil {
+		return nil, invalid("cannot tokenize the prompt: %v", err)
+	}
+	return ids, nil
+}
+
+// checkVocab refuses token ids the model does not have.
+func (m *Model) checkVocab(ids []uint32) error {
+	n := m.tok.VocabSize()
+	for _, id := range ids {
+		if int(id) >= n {
+			return invalid("Validation: token id %d is out of range: the model's vocabulary has %d tokens", id, n)
+		}
+	}
+	return nil
+}
+
+// checkPrompt refuses an empty prompt or one that leaves no room to
+// generate.
+func (m *Model) checkPrompt(ids []uint32, what string) error {
+	if len(ids) == 0 {
+		return invalid("Validation: the %s resulted in an empty prompt", what)
+	}
+	if n := m.card.ContextLength; n > 0 && len(ids) >= int(n) {
+		return invalid("This model's maximum context length is %d tokens. However, your %s resulted in %d tokens. Please reduce the length of the %s.", n, what, len(ids), what)
+	}
+	return nil
+}
