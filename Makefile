@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run test test-short bench bench-tokenizer fuzz lint clean
+.PHONY: build run test test-short bench bench-tokenizer bench-preprocess fuzz lint clean
 
 build:
 	$(GO) build $(PKGS)
@@ -29,6 +29,10 @@ bench:
 bench-tokenizer:
 	$(GO) test -run='^$$' -bench='EncodeChunks|FromFile|DecodeStream' -benchmem -cpu 1 ./pkg/preprocessor/tokenizer/
 	cd scripts/tokenizer && npm install --no-audit --no-fund >/dev/null && node bench.mjs
+
+bench-preprocess:
+	$(GO) test -run='^$$' -bench='220KB|DecoderStep|RenderChat' -benchtime=3s ./pkg/preprocessor/ ./pkg/preprocessor/template/
+	cd scripts/tokenizer && npm install --no-audit --no-fund >/dev/null && node bench_preprocess.mjs --runs 50
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzReadMessage -fuzztime=30s ./pkg/runtime/internal/codec/

@@ -29,6 +29,7 @@ type Flags struct {
 	isPrefill      *bool
 	isDecode       *bool
 	revision       *string
+	chatTemplate   *string
 }
 
 // Register adds the worker flags and the runtime flags to fs.
@@ -48,6 +49,7 @@ func Register(fs *flag.FlagSet, env func(string) string) *Flags {
 		isPrefill:      fs.Bool("is-prefill-worker", false, "same as --disaggregation-mode prefill"),
 		isDecode:       fs.Bool("is-decode-worker", false, "same as --disaggregation-mode decode"),
 		revision:       fs.String("revision", "main", "hub revision (branch, tag or commit) for a hub id"),
+		chatTemplate:   fs.String("custom-jinja-template", "", "Jinja chat template file that replaces the model's own"),
 	}
 }
 
@@ -92,6 +94,7 @@ func (f *Flags) Configs() (backend.WorkerConfig, runtime.Config, error) {
 		ModelName:          *f.modelName,
 		MigrationLimit:     *f.migrationLimit,
 		DisaggregationMode: mode,
+		ChatTemplateFile:   *f.chatTemplate,
 		Hub:                hub,
 	}
 	if err := w.Validate(); err != nil {

@@ -31,6 +31,7 @@ func (w *Worker) publishCard(ctx context.Context, ecfg Config) (string, error) {
 		KVCacheBlockSize:   ecfg.KVBlockSize,
 		MigrationLimit:     w.cfg.MigrationLimit,
 		DisaggregationMode: w.cfg.DisaggregationMode,
+		ChatTemplateFile:   w.cfg.ChatTemplateFile,
 		Runtime: modelcard.RuntimeConfig{
 			TotalKVBlocks:       ecfg.TotalKVBlocks,
 			MaxNumSeqs:          ecfg.MaxNumSeqs,

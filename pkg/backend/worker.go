@@ -37,6 +37,9 @@ type WorkerConfig struct {
 	MigrationLimit int
 	// DisaggregationMode is aggregated (default), prefill or decode.
 	DisaggregationMode string
+	// ChatTemplateFile is a Jinja chat template file that replaces the
+	// model's own (--custom-jinja-template); "" keeps the model's.
+	ChatTemplateFile string
 	// ValidateStreams wraps every engine stream in ValidateStream (tests,
 	// debug builds): a contract violation fails the request loudly.
 	ValidateStreams bool

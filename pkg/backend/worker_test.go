@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -198,6 +200,27 @@ func TestWorkerServesAndPublishesTheCard(t *testing.T) {
 	}
 	if u := outs[5].CompletionUsage; u == nil || u.PromptTokens != 3 || u.CompletionTokens != 5 {
 		t.Fatalf("usage = %+v", u)
+	}
+}
+
+func TestCustomChatTemplateReplacesTheModels(t *testing.T) {
+	custom := filepath.Join(t.TempDir(), "custom.jinja")
+	const tmpl = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
+	if err := os.WriteFile(custom, []byte(tmpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, &scripted{}, backend.WorkerConfig{ChatTemplateFile: custom})
+	h.connect(t)
+	kvs, err := h.caller.Store().List(t.Context(), "v1/mdc/test/backend/generate/")
+	if err != nil || len(kvs) != 1 {
+		t.Fatalf("model cards = %d, %v; want 1", len(kvs), err)
+	}
+	card, err := modelcard.Unmarshal(kvs[0].Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := card.ChatTemplate; ct == nil || ct.Source != modelcard.TemplateCustom || ct.Select(false) != tmpl {
+		t.Fatalf("chat template %+v, want the custom file", card.ChatTemplate)
 	}
 }
 
