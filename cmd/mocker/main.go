@@ -18,9 +18,12 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -29,6 +32,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/hfhub"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -156,7 +160,36 @@ func fillFromModel(ctx context.Context, c *mocker.Config, w backend.WorkerConfig
 	if c.ContextLength == 0 {
 		c.ContextLength = int(card.ContextLength)
 	}
+	tok, err := tokenizer.FromBytes(card.TokenizerJSON.Bytes())
+	if err != nil {
+		return fmt.Errorf("model %s: %w", w.ModelPath, err)
+	}
+	c.OutputTokens = outputVocabulary(tok, card.GenConfig.EOSTokenIDs)
 	return nil
+}
+
+// outputVocabulary returns the model's ordinary tokens: ids that are not
+// special, not EOS, and decode on their own to non-empty valid UTF-8
+// without control characters.
+// Drawing output from them makes the mocker's answers decode to text (of
+// no meaning) and never end early on an EOS by chance.
+func outputVocabulary(tok *tokenizer.Tokenizer, eos []uint32) []uint32 {
+	skip := map[uint32]bool{}
+	for _, id := range eos {
+		skip[id] = true
+	}
+	var out []uint32
+	for id := uint32(0); int(id) < tok.VocabSize(); id++ {
+		if skip[id] || tok.IsSpecial(id) {
+			continue
+		}
+		s, err := tok.Decode([]uint32{id}, false)
+		if err != nil || s == "" || !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r == utf8.RuneError || unicode.IsControl(r) }) {
+			continue
+		}
+		out = append(out, id)
+	}
+	return out
 }
 
 func seconds(v string, def time.Duration) (time.Duration, error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -156,6 +157,14 @@ func TestMockerProcessesRegisterDrainAndExpire(t *testing.T) {
 	waitFor(t, 2*time.Second, "SIGTERM to remove the worker's keys at once", func() bool {
 		return len(keys(t, cli, "v1/instances/dynamo/backend/generate/")) == 1 && len(keys(t, cli, "v1/mdc/dynamo/backend/generate/")) == 1
 	})
+	tok, err := tokenizer.FromDir("../../models/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vocab := outputVocabulary(tok, []uint32{511, 508})
+	if len(vocab) < 100 {
+		t.Fatalf("output vocabulary of the demo model has %d ids", len(vocab))
+	}
 	for range 2 {
 		r := <-results
 		if r.err != nil {
@@ -165,7 +174,7 @@ func TestMockerProcessesRegisterDrainAndExpire(t *testing.T) {
 			t.Fatalf("stream got %d tokens, last %+v; want %d then length", len(r.tokens), r.last, maxTokens)
 		}
 		for i, tok := range r.tokens {
-			if want := mocker.DeterministicToken(0, 4+i); tok != want {
+			if want := mocker.DeterministicTokenIn(vocab, 0, 4+i); tok != want {
 				t.Fatalf("token %d = %d, want the deterministic %d", i, tok, want)
 			}
 		}
@@ -301,5 +310,22 @@ func TestMockerPublishesKVEventsOnNATS(t *testing.T) {
 		case <-timeout:
 			t.Fatal("no stored KV event on the event plane within 10s")
 		}
+	}
+}
+
+func TestOutputVocabularyIsOrdinaryText(t *testing.T) {
+	tok, err := tokenizer.FromDir("../../models/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vocab := outputVocabulary(tok, []uint32{511, 508})
+	for _, id := range vocab {
+		s, _ := tok.Decode([]uint32{id}, false)
+		if tok.IsSpecial(id) || id == 511 || id == 508 || s == "" || strings.ContainsRune(s, '\uFFFD') {
+			t.Errorf("id %d (%q) should not be an output token", id, s)
+		}
+	}
+	if len(vocab) < 100 || len(vocab) >= tok.VocabSize() {
+		t.Errorf("output vocabulary has %d of %d ids", len(vocab), tok.VocabSize())
 	}
 }

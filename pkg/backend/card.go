@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -42,12 +43,16 @@ func (w *Worker) publishCard(ctx context.Context, ecfg Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("backend: model card: %w", err)
 	}
-	b, err := card.Marshal()
+	ep := w.cfg.Endpoint
+	rec, err := modelcard.NewRecord(ep.Namespace, ep.Component, ep.Name, w.rt.InstanceID(), card)
 	if err != nil {
 		return "", fmt.Errorf("backend: model card: %w", err)
 	}
-	ep := w.cfg.Endpoint
-	key := modelcard.Key(ep.Namespace, ep.Component, ep.Name, w.rt.InstanceID())
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return "", fmt.Errorf("backend: model card record: %w", err)
+	}
+	key := rec.Key()
 	if err := w.rt.Store().Put(ctx, key, b); err != nil {
 		return "", fmt.Errorf("backend: publish model card: %w", err)
 	}

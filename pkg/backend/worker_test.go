@@ -171,6 +171,23 @@ func request(maxTokens uint32) backend.Request {
 	return backend.Request{Model: "scripted-model", TokenIDs: []uint32{1, 2, 3}, StopConditions: backend.StopConditions{MaxTokens: &maxTokens}}
 }
 
+// decodeCard reads a published model record and its verified card.
+func decodeCard(t *testing.T, b []byte) *modelcard.Card {
+	t.Helper()
+	rec, err := modelcard.DecodeRecord(b)
+	if err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	if rec.Namespace != "test" || rec.Component != "backend" || rec.Endpoint != "generate" || rec.InstanceID == 0 {
+		t.Fatalf("record %+v does not name the endpoint and instance", rec)
+	}
+	card, err := rec.DecodeCard()
+	if err != nil {
+		t.Fatalf("card: %v", err)
+	}
+	return card
+}
+
 func TestWorkerServesAndPublishesTheCard(t *testing.T) {
 	eng := &scripted{}
 	h := newHarness(t, eng, backend.WorkerConfig{MigrationLimit: 3, Aliases: []string{"alias-a"}})
@@ -180,10 +197,7 @@ func TestWorkerServesAndPublishesTheCard(t *testing.T) {
 	if err != nil || len(kvs) != 1 {
 		t.Fatalf("model cards = %d, %v; want 1", len(kvs), err)
 	}
-	card, err := modelcard.Unmarshal(kvs[0].Value)
-	if err != nil {
-		t.Fatalf("card: %v", err)
-	}
+	card := decodeCard(t, kvs[0].Value)
 	if card.DisplayName != "scripted-model" || card.MigrationLimit != 3 || !slices.Contains(card.Names(), "alias-a") {
 		t.Fatalf("card = name %q, migration limit %d, names %v", card.DisplayName, card.MigrationLimit, card.Names())
 	}
@@ -215,10 +229,7 @@ func TestCustomChatTemplateReplacesTheModels(t *testing.T) {
 	if err != nil || len(kvs) != 1 {
 		t.Fatalf("model cards = %d, %v; want 1", len(kvs), err)
 	}
-	card, err := modelcard.Unmarshal(kvs[0].Value)
-	if err != nil {
-		t.Fatal(err)
-	}
+	card := decodeCard(t, kvs[0].Value)
 	if ct := card.ChatTemplate; ct == nil || ct.Source != modelcard.TemplateCustom || ct.Select(false) != tmpl {
 		t.Fatalf("chat template %+v, want the custom file", card.ChatTemplate)
 	}

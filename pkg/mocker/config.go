@@ -50,9 +50,13 @@ type Config struct {
 	// StartupTime (startup_time) is slept by Start before serving.
 	// Zero: none.
 	StartupTime time.Duration
-	// Deterministic makes output tokens DeterministicToken(seed, position)
-	// instead of random. Zero: random.
+	// Deterministic makes output tokens DeterministicTokenIn(OutputTokens,
+	// seed, position) instead of random. Zero: random.
 	Deterministic bool
+	// OutputTokens are the ids output tokens are drawn from (cmd/mocker
+	// passes the model's ordinary tokens, so the output decodes to text and
+	// never hits EOS by chance). Empty: [1000, 2000).
+	OutputTokens []uint32
 
 	// ExitAfterTokens, when > 0, calls Exit(1) once the engine has emitted
 	// that many tokens in total, over all requests. Zero: off.

@@ -178,6 +178,7 @@ func (e *Engine) newSequence(req *backend.Request, maxTokens int) *sequence {
 		maxTokens: maxTokens,
 		stop:      newStopSet(req),
 		determ:    e.cfg.Deterministic,
+		vocab:     e.cfg.OutputTokens,
 	}
 	if req.SamplingOptions.Seed != nil {
 		s.seed = *req.SamplingOptions.Seed

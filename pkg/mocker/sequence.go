@@ -1,6 +1,10 @@
 package mocker
 
-import "github.com/dynamo-go/dynamo/pkg/kvblock"
+import (
+	"math/rand/v2"
+
+	"github.com/dynamo-go/dynamo/pkg/kvblock"
+)
 
 // seqState is where a sequence is in its rank's scheduler.
 type seqState uint8
@@ -25,6 +29,7 @@ type sequence struct {
 	stop      stopSet
 	seed      int64
 	determ    bool
+	vocab     []uint32 // output ids to draw from; nil: [1000, 2000)
 
 	// local and seqh are the local and sequence hashes of the full blocks
 	// of tokens, kept across preemption (tokens only grow).
@@ -52,7 +57,10 @@ func (s *sequence) extendHashes(bs int) {
 // nextToken is the token generated at the current end of the sequence.
 func (s *sequence) nextToken() uint32 {
 	if s.determ {
-		return DeterministicToken(s.seed, len(s.tokens))
+		return DeterministicTokenIn(s.vocab, s.seed, len(s.tokens))
+	}
+	if len(s.vocab) > 0 {
+		return s.vocab[rand.IntN(len(s.vocab))]
 	}
 	return randomToken()
 }

@@ -17,6 +17,16 @@ func DeterministicToken(seed int64, position int) uint32 {
 	return tokenBase + uint32(splitmix64(uint64(seed)^uint64(position))%tokenRange)
 }
 
+// DeterministicTokenIn is DeterministicToken over the output vocabulary
+// vocab: vocab[splitmix64(seed ^ position) % len(vocab)]. An empty vocab
+// means DeterministicToken's [1000, 2000).
+func DeterministicTokenIn(vocab []uint32, seed int64, position int) uint32 {
+	if len(vocab) == 0 {
+		return DeterministicToken(seed, position)
+	}
+	return vocab[splitmix64(uint64(seed)^uint64(position))%uint64(len(vocab))]
+}
+
 // randomToken is a uniformly random output token.
 func randomToken() uint32 { return tokenBase + rand.Uint32N(tokenRange) }
 

@@ -57,3 +57,13 @@ func Encode(buf *bytes.Buffer, v any) error {
 	buf.Truncate(buf.Len() - 1) // Encode's newline
 	return nil
 }
+
+// WriteJSON writes v as compact JSON without HTML escaping.
+func WriteJSON(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	if err := Encode(&buf, v); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}

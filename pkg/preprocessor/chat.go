@@ -61,11 +61,13 @@ func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompl
 		Model:   req.Model,
 	}
 	promptTokens := len(prep.Request.TokenIDs)
-	completion := 0
+	completion, pending := 0, 0
+	var cachedNow *int
 	var chatLP chatLogprobs
 	wantLP := prep.Request.OutputOptions.Logprobs != nil
 	cached, err := m.run(ctx, prep, n, next, func(c *choice, d Delta) error {
 		completion += len(d.TokenIDs)
+		pending += len(d.TokenIDs)
 		if d.Text == "" && d.Finish == nil {
 			return nil // nothing a client can see yet (e.g. half a character)
 		}
@@ -88,8 +90,10 @@ func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompl
 		if continuous {
 			chunk.Usage = &openai.Usage{PromptTokens: promptTokens, CompletionTokens: completion, TotalTokens: promptTokens + completion}
 		}
-		return emit(Event{Data: &chunk})
-	})
+		st := &Stats{PromptTokens: promptTokens, Tokens: pending, CachedTokens: cachedNow}
+		pending = 0
+		return emit(Event{Data: &chunk, Stats: st})
+	}, func(_ int, c int) { cachedNow = &c })
 	if err != nil {
 		return err
 	}
@@ -97,7 +101,7 @@ func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompl
 		chunk := base
 		chunk.Choices = []openai.ChatChunkChoice{}
 		chunk.Usage = usageOf(promptTokens, completion, cached)
-		return emit(Event{Data: &chunk})
+		return emit(Event{Data: &chunk, Stats: &Stats{PromptTokens: promptTokens, Tokens: pending, CachedTokens: cached}})
 	}
 	return nil
 }

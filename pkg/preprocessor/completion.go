@@ -66,6 +66,7 @@ func (m *Model) streamCompletion(ctx context.Context, id string, req *openai.Com
 	var (
 		mu                 sync.Mutex // serialises emit and the counters
 		prompt, completion int
+		pending            int
 		cachedSum          *int
 		emitErr            error
 	)
@@ -79,6 +80,7 @@ func (m *Model) streamCompletion(ctx context.Context, id string, req *openai.Com
 			return emitErr
 		}
 		completion += len(d.TokenIDs)
+		pending += len(d.TokenIDs)
 		if d.Text == "" && d.Finish == nil {
 			return nil
 		}
@@ -95,27 +97,27 @@ func (m *Model) streamCompletion(ctx context.Context, id string, req *openai.Com
 		if continuous {
 			chunk.Usage = &openai.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 		}
-		emitErr = emit(Event{Data: &chunk})
+		st := &Stats{PromptTokens: prompt, Tokens: pending, CachedTokens: cachedSum}
+		pending = 0
+		emitErr = emit(Event{Data: &chunk, Stats: st})
 		return emitErr
 	}
-	addCached := func(c *int) {
-		if c == nil {
-			return
-		}
+	cachedBy := map[int]int{} // prompt index -> the engine's latest count
+	addCached := func(prep, c int) {
 		mu.Lock()
 		defer mu.Unlock()
-		if cachedSum == nil {
-			cachedSum = new(int)
+		cachedBy[prep] = c
+		sum := 0
+		for _, v := range cachedBy {
+			sum += v
 		}
-		*cachedSum += *c
+		cachedSum = &sum
 	}
 
 	if len(preps) == 1 {
-		cached, err := m.run(ctx, preps[0], n, next, onDelta)
-		if err != nil {
+		if _, err := m.run(ctx, preps[0], n, next, onDelta, addCached); err != nil {
 			return err
 		}
-		addCached(cached)
 	} else if err := m.fanOut(ctx, id, preps, n, next, onDelta, addCached); err != nil {
 		return err
 	}
@@ -123,7 +125,7 @@ func (m *Model) streamCompletion(ctx context.Context, id string, req *openai.Com
 		chunk := base
 		chunk.Choices = []openai.CompletionChoice{}
 		chunk.Usage = usageOf(prompt, completion, cachedSum)
-		return emit(Event{Data: &chunk})
+		return emit(Event{Data: &chunk, Stats: &Stats{PromptTokens: prompt, Tokens: pending, CachedTokens: cachedSum}})
 	}
 	return nil
 }
@@ -131,7 +133,7 @@ func (m *Model) streamCompletion(ctx context.Context, id string, req *openai.Com
 // fanOut runs one engine request per prompt concurrently, each under its
 // own request context "<id>-<i>" linked to the parent, and waits for all.
 // The first failure kills the others.
-func (m *Model) fanOut(ctx context.Context, id string, preps []*Prepared, n int, next Generator, onDelta func(*choice, Delta) error, addCached func(*int)) error {
+func (m *Model) fanOut(ctx context.Context, id string, preps []*Prepared, n int, next Generator, onDelta func(*choice, Delta) error, addCached func(int, int)) error {
 	parent, hasParent := runtime.FromContext(ctx)
 	errs := make([]error, len(preps))
 	subs := make([]*runtime.Context, len(preps))
@@ -147,8 +149,7 @@ func (m *Model) fanOut(ctx context.Context, id string, preps []*Prepared, n int,
 		go func() {
 			defer wg.Done()
 			defer subs[i].Release()
-			cached, err := m.run(subs[i], p, n, next, onDelta)
-			addCached(cached)
+			_, err := m.run(subs[i], p, n, next, onDelta, addCached)
 			if err != nil {
 				errs[i] = err
 				for _, s := range subs {

@@ -20,6 +20,22 @@ type Generator interface {
 type Event struct {
 	Name string
 	Data any
+	// Stats is set on chunk events: the accounting the HTTP layer's
+	// metrics need (the reference system's internal llm_metrics).
+	Stats *Stats
+}
+
+// Stats is the token accounting of one chunk event.
+type Stats struct {
+	// PromptTokens is the prompt length (all prompts of a batch).
+	PromptTokens int
+	// Tokens is the number of output tokens this chunk carries: the tokens
+	// accepted since the previous chunk (a chunk may wait for the rest of
+	// a character, so it can account for several).
+	Tokens int
+	// CachedTokens is the engine's count of prompt tokens served from its
+	// cache, once known.
+	CachedTokens *int
 }
 
 // Annotation event names (nvext.annotations).
@@ -44,7 +60,7 @@ type choice struct {
 // and later tokens are ignored. It returns the engine's cached prompt
 // tokens, if reported. An error finish or a stream that ends before every
 // choice finished is an error.
-func (m *Model) run(ctx context.Context, prep *Prepared, n int, next Generator, onDelta func(c *choice, d Delta) error) (cached *int, err error) {
+func (m *Model) run(ctx context.Context, prep *Prepared, n int, next Generator, onDelta func(c *choice, d Delta) error, onCached func(prep int, cached int)) (cached *int, err error) {
 	rc, ok := runtime.FromContext(ctx)
 	if !ok {
 		rc = runtime.NewContext(ctx, "")
@@ -76,6 +92,9 @@ func (m *Model) run(ctx context.Context, prep *Prepared, n int, next Generator, 
 		}
 		if u := out.CompletionUsage; u != nil && u.PromptTokensDetails != nil {
 			cached = &u.PromptTokensDetails.CachedTokens
+			if onCached != nil {
+				onCached(prep.Index, *cached)
+			}
 		}
 		c := get(i)
 		if c.done {

@@ -159,8 +159,14 @@ func TestChatStreamContentReassembles(t *testing.T) {
 			req := decodeChat(t, `{"model":"demo","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true},"stop":`+jsonString(stop)+`}`)
 			var content strings.Builder
 			var usage *openai.Usage
+			statTokens := 0
 			err := m.Chat(context.Background(), "r", req, eng, func(ev Event) error {
 				c := ev.Data.(*openai.ChatCompletionChunk)
+				if ev.Stats == nil {
+					t.Errorf("chunk event without stats")
+				} else {
+					statTokens += ev.Stats.Tokens
+				}
 				if c.Usage != nil {
 					usage = c.Usage
 				}
@@ -183,6 +189,8 @@ func TestChatStreamContentReassembles(t *testing.T) {
 			}
 			if usage == nil || usage.CompletionTokens == 0 || usage.CompletionTokens > len(ids) || usage.TotalTokens != usage.PromptTokens+usage.CompletionTokens {
 				t.Errorf("usage %+v", usage)
+			} else if statTokens != usage.CompletionTokens {
+				t.Errorf("chunk stats account for %d tokens, usage says %d", statTokens, usage.CompletionTokens)
 			}
 		})
 	}

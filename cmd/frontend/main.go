@@ -1,0 +1,267 @@
+// Command frontend serves the OpenAI-compatible HTTP API
+// (/v1/chat/completions, /v1/completions, /v1/models) for every model its
+// workers publish in discovery.
+//
+//	frontend --http-port 8000 --discovery-backend etcd --request-plane tcp
+//
+// Flags and environment: frontend --help.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/dynamo-go/dynamo/internal/runtimeflags"
+	"github.com/dynamo-go/dynamo/pkg/frontend"
+	"github.com/dynamo-go/dynamo/pkg/openai"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Getenv, os.Stderr, nil)) }
+
+// run returns the exit code: 0 after a clean shutdown, 1 on a failure
+// (printed), 2 for bad flags. ready, when not nil, receives the listening
+// address.
+func run(args []string, env func(string) string, stderr io.Writer, ready chan<- string) int {
+	fs := flag.NewFlagSet("frontend", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := register(fs, env)
+	rf := runtimeflags.Register(fs, env)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: frontend [flags]")
+		fs.PrintDefaults()
+		fmt.Fprint(stderr, envHelp)
+		fmt.Fprint(stderr, runtimeflags.EnvHelp)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "frontend: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	cfg, addr, tlsCert, tlsKey, ferr := f.config(set)
+	rcfg, rerr := rf.Config()
+	if err := errors.Join(ferr, rerr); err != nil {
+		fmt.Fprintln(stderr, "frontend:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(env("DYN_LOG"))}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, cfg, rcfg, addr, tlsCert, tlsKey, log, ready); err != nil {
+		fmt.Fprintln(stderr, "frontend:", err)
+		return 1
+	}
+	return 0
+}
+
+// serve runs the runtime and the HTTP service until ctx ends.
+func serve(ctx context.Context, cfg frontend.Config, rcfg runtime.Config, addr, tlsCert, tlsKey string, log *slog.Logger, ready chan<- string) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	rcfg.SystemPort = runtime.SystemPortDisabled // the frontend serves /health and /metrics itself
+	rt, err := runtime.New(ctx, rcfg, runtime.Deps{Logger: log, Registry: prometheus.NewRegistry()})
+	if err != nil {
+		return err
+	}
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- rt.Run(runCtx) }()
+	defer func() {
+		cancelRun()
+		<-runDone
+	}()
+	svc, err := frontend.New(cfg, frontend.Deps{Runtime: rt, Logger: log, Registry: reg})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	return svc.Run(ctx, ln, tlsCert, tlsKey)
+}
+
+// flags holds the frontend's own flags.
+type flags struct {
+	env             func(string) string
+	host            *string
+	port            *int
+	tlsCert, tlsKey *string
+	namespace       *string
+	routerMode      *string
+	blockSize       *int
+	migrationLimit  *int
+	migrationMaxSeq *int
+	metricsPrefix   *string
+}
+
+func register(fs *flag.FlagSet, env func(string) string) *flags {
+	return &flags{
+		env:             env,
+		host:            fs.String("http-host", or(env("DYN_HTTP_HOST"), "0.0.0.0"), "address to listen on [env DYN_HTTP_HOST]"),
+		port:            fs.Int("http-port", 8000, "port to listen on [env DYN_HTTP_PORT]"),
+		tlsCert:         fs.String("tls-cert-path", env("DYN_TLS_CERT_PATH"), "TLS certificate (PEM); serve HTTPS with --tls-key-path [env DYN_TLS_CERT_PATH]"),
+		tlsKey:          fs.String("tls-key-path", env("DYN_TLS_KEY_PATH"), "TLS private key (PEM) [env DYN_TLS_KEY_PATH]"),
+		namespace:       fs.String("namespace", env("DYN_NAMESPACE"), "serve only the models of this namespace; empty serves all [env DYN_NAMESPACE]"),
+		routerMode:      fs.String("router-mode", or(env("DYN_ROUTER_MODE"), frontend.RouterRoundRobin), "how to pick a worker: round-robin or random [env DYN_ROUTER_MODE]"),
+		blockSize:       fs.Int("kv-cache-block-size", 0, "KV cache block size in tokens; 0 takes the model card's [env DYN_KV_CACHE_BLOCK_SIZE]"),
+		migrationLimit:  fs.Int("migration-limit", 0, "times a broken stream may move to another worker; overrides the model cards' limit when given [env DYN_MIGRATION_LIMIT]"),
+		migrationMaxSeq: fs.Int("migration-max-seq-len", 0, "longest sequence (prompt + generated) a migration may re-issue; 0 is no bound [env DYN_MIGRATION_MAX_SEQ_LEN]"),
+		metricsPrefix:   fs.String("metrics-prefix", or(env("DYN_METRICS_PREFIX"), "dynamo_frontend"), "prefix of the metric names [env DYN_METRICS_PREFIX]"),
+	}
+}
+
+const envHelp = `HTTP environment:
+  DYN_HTTP_BODY_LIMIT_MB                   largest request body in MiB (45)
+  DYN_HTTP_GRACEFUL_SHUTDOWN_TIMEOUT_SECS  /health answers 503 this long before draining (5)
+  DYN_HTTP_DRAIN_TIMEOUT_SECS              in-flight requests may finish this long (30)
+  DYN_HTTP_BACKEND_STREAM_TIMEOUT_SECS     longest wait for a worker's next item (none)
+  DYN_HTTP_OVERLOAD_STATUS_CODE            status for overload rejections (503)
+  DYN_ENABLE_FORCE_INCLUDE_USAGE           always send the usage chunk (false)
+  DYN_IGNORE_OPENAI_FE_UNSUPPORTED_FIELDS  ignore unknown request fields instead of refusing them (false)
+  DYN_DISABLE_FRONTEND_NVEXT               refuse the nvext extension (false)
+  DYN_METRICS_<NAME>_{MIN,MAX,COUNT}       histogram buckets (see docs)
+  DYN_LOG                                  log level: debug, info, warn, error (info)
+`
+
+// config validates the flags and the HTTP environment. set holds the
+// flags given on the command line (a flag beats its env variable).
+func (f *flags) config(set map[string]bool) (cfg frontend.Config, addr, tlsCert, tlsKey string, err error) {
+	var errs []error
+	intFrom := func(flagName, envName string, v *int) int {
+		if set[flagName] {
+			return *v
+		}
+		if s := f.env(envName); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: not an integer", envName, s))
+			}
+			return n
+		}
+		return *v
+	}
+	port := intFrom("http-port", "DYN_HTTP_PORT", f.port)
+	if port < 0 || port > 65535 {
+		errs = append(errs, fmt.Errorf("--http-port %d: out of range 0-65535", port))
+	}
+	if (*f.tlsCert == "") != (*f.tlsKey == "") {
+		errs = append(errs, errors.New("--tls-cert-path and --tls-key-path must be given together"))
+	}
+	for _, p := range []string{*f.tlsCert, *f.tlsKey} {
+		if p != "" {
+			if _, err := os.Stat(p); err != nil {
+				errs = append(errs, fmt.Errorf("TLS file: %w", err))
+			}
+		}
+	}
+	switch *f.routerMode {
+	case frontend.RouterRoundRobin, frontend.RouterRandom:
+	default:
+		errs = append(errs, fmt.Errorf("--router-mode %q: want round-robin or random", *f.routerMode))
+	}
+	cfg.Namespace = *f.namespace
+	cfg.RouterMode = *f.routerMode
+	cfg.KVCacheBlockSize = intFrom("kv-cache-block-size", "DYN_KV_CACHE_BLOCK_SIZE", f.blockSize)
+	if cfg.KVCacheBlockSize < 0 {
+		errs = append(errs, fmt.Errorf("--kv-cache-block-size %d: must not be negative", cfg.KVCacheBlockSize))
+	}
+	if set["migration-limit"] || f.env("DYN_MIGRATION_LIMIT") != "" {
+		n := intFrom("migration-limit", "DYN_MIGRATION_LIMIT", f.migrationLimit)
+		if n < 0 || n > 1<<32-1 {
+			errs = append(errs, fmt.Errorf("--migration-limit %d: out of range 0-4294967295", n))
+		}
+		cfg.MigrationLimit = &n
+	}
+	cfg.MigrationMaxSeqLen = intFrom("migration-max-seq-len", "DYN_MIGRATION_MAX_SEQ_LEN", f.migrationMaxSeq)
+	if cfg.MigrationMaxSeqLen < 0 {
+		errs = append(errs, fmt.Errorf("--migration-max-seq-len %d: must not be negative", cfg.MigrationMaxSeqLen))
+	}
+	cfg.MetricsPrefix = *f.metricsPrefix
+	cfg.MetricsEnv = f.env
+
+	envInt := func(name string, def int) int {
+		s := f.env(name)
+		if s == "" {
+			return def
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a non-negative integer", name, s))
+		}
+		return n
+	}
+	envBool := func(name string) bool {
+		s := strings.ToLower(f.env(name))
+		switch s {
+		case "", "0", "false", "no", "off":
+			return false
+		case "1", "true", "yes", "on":
+			return true
+		}
+		errs = append(errs, fmt.Errorf("%s=%q: want true or false", name, s))
+		return false
+	}
+	cfg.BodyLimit = int64(envInt("DYN_HTTP_BODY_LIMIT_MB", 45)) << 20
+	if cfg.BodyLimit == 0 {
+		errs = append(errs, errors.New("DYN_HTTP_BODY_LIMIT_MB must be at least 1"))
+	}
+	if g := envInt("DYN_HTTP_GRACEFUL_SHUTDOWN_TIMEOUT_SECS", 5); g == 0 {
+		cfg.ShutdownGrace = -1
+	} else {
+		cfg.ShutdownGrace = time.Duration(g) * time.Second
+	}
+	cfg.DrainTimeout = time.Duration(envInt("DYN_HTTP_DRAIN_TIMEOUT_SECS", 30)) * time.Second
+	cfg.StreamTimeout = time.Duration(envInt("DYN_HTTP_BACKEND_STREAM_TIMEOUT_SECS", 0)) * time.Second
+	cfg.OverloadStatus = envInt("DYN_HTTP_OVERLOAD_STATUS_CODE", 503)
+	if cfg.OverloadStatus < 400 || cfg.OverloadStatus > 599 {
+		errs = append(errs, fmt.Errorf("DYN_HTTP_OVERLOAD_STATUS_CODE %d: want a 4xx or 5xx status", cfg.OverloadStatus))
+	}
+	cfg.ForceIncludeUsage = envBool("DYN_ENABLE_FORCE_INCLUDE_USAGE")
+	cfg.Decode = openai.DecodeOptions{
+		AllowUnknownFields: envBool("DYN_IGNORE_OPENAI_FE_UNSUPPORTED_FIELDS"),
+		DisableNvExt:       envBool("DYN_DISABLE_FRONTEND_NVEXT"),
+	}
+	addr = net.JoinHostPort(*f.host, strconv.Itoa(port))
+	return cfg, addr, *f.tlsCert, *f.tlsKey, errors.Join(errs...)
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func logLevel(s string) slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}

@@ -1,0 +1,262 @@
+package frontend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/dynamo-go/dynamo/pkg/modelcard"
+	"github.com/dynamo-go/dynamo/pkg/openai"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+)
+
+// call is one decoded /v1 request, ready to run against a model.
+type call struct {
+	model    string // the name the client asked for
+	stream   bool
+	needs    modelcard.ModelType // the model type the endpoint needs
+	endpoint string              // metrics label
+	// run streams the request's events through m's pipeline.
+	run func(ctx context.Context, m *model, id string, emit func(preprocessor.Event) error) error
+	// fold returns an emit that folds chunks into the unary response, and
+	// the function that returns it.
+	fold func() (func(preprocessor.Event) error, func() any)
+}
+
+func (s *Service) handleChat(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, EndpointChat, func(body []byte) (*call, error) {
+		req, err := openai.DecodeChat(body, s.cfg.Decode)
+		if err != nil {
+			return nil, err
+		}
+		if !req.Stream || s.cfg.ForceIncludeUsage {
+			if req.StreamOptions == nil {
+				req.StreamOptions = &openai.StreamOptions{}
+			}
+			req.StreamOptions.IncludeUsage = true
+		}
+		return &call{
+			model: req.Model, stream: req.Stream, needs: modelcard.ModelChat, endpoint: EndpointChat,
+			run: func(ctx context.Context, m *model, id string, emit func(preprocessor.Event) error) error {
+				req.Model = m.name
+				return m.pre.Chat(ctx, id, req, m.pipeline, emit)
+			},
+			fold: func() (func(preprocessor.Event) error, func() any) {
+				var acc preprocessor.ChatAccumulator
+				return func(ev preprocessor.Event) error {
+						if c, ok := ev.Data.(*openai.ChatCompletionChunk); ok && ev.Name == "" {
+							acc.Add(c)
+						}
+						return nil
+					}, func() any {
+						return acc.Result()
+					}
+			},
+		}, nil
+	})
+}
+
+func (s *Service) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, EndpointCompletions, func(body []byte) (*call, error) {
+		req, err := openai.DecodeCompletion(body, s.cfg.Decode)
+		if err != nil {
+			return nil, err
+		}
+		if !req.Stream || s.cfg.ForceIncludeUsage {
+			if req.StreamOptions == nil {
+				req.StreamOptions = &openai.StreamOptions{}
+			}
+			req.StreamOptions.IncludeUsage = true
+		}
+		return &call{
+			model: req.Model, stream: req.Stream, needs: modelcard.ModelCompletions, endpoint: EndpointCompletions,
+			run: func(ctx context.Context, m *model, id string, emit func(preprocessor.Event) error) error {
+				req.Model = m.name
+				return m.pre.Complete(ctx, id, req, m.pipeline, emit)
+			},
+			fold: func() (func(preprocessor.Event) error, func() any) {
+				var acc preprocessor.CompletionAccumulator
+				return func(ev preprocessor.Event) error {
+						if c, ok := ev.Data.(*openai.Completion); ok && ev.Name == "" {
+							acc.Add(c)
+						}
+						return nil
+					}, func() any {
+						return acc.Result()
+					}
+			},
+		}, nil
+	})
+}
+
+// serve runs one /v1 request: read and decode the body, resolve the model,
+// account for it in the metrics, run it, and answer with SSE or JSON.
+func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string, decode func([]byte) (*call, error)) {
+	s.requests.Add(1)
+	defer s.requests.Done()
+	id := requestID(r)
+	w.Header().Set("x-request-id", id)
+
+	body, err := s.readBody(w, r)
+	var c *call
+	if err == nil {
+		c, err = decode(body)
+	}
+	if err != nil {
+		s.refuse(w, r, id, UnknownModel, endpoint, false, err)
+		return
+	}
+	m := s.models.lookup(c.model)
+	if m == nil || !m.card.ModelType.Has(c.needs) {
+		s.refuse(w, r, id, UnknownModel, endpoint, c.stream, fmt.Errorf("%w: %s", ErrModelNotFound, c.model))
+		return
+	}
+	g := s.metrics.Start(m.name, endpoint, c.stream)
+	defer g.Finish()
+
+	rc := runtime.NewContext(r.Context(), id)
+	defer rc.Release()
+	x := &exchange{s: s, w: w, r: r, rc: rc, g: g, id: id, model: m.name}
+	x.startTimer()
+	defer x.stopTimer()
+	if c.stream {
+		x.stream(c, m)
+	} else {
+		x.unary(c, m)
+	}
+}
+
+// refuse answers a request that failed before reaching a model.
+func (s *Service) refuse(w http.ResponseWriter, r *http.Request, id, model, endpoint string, stream bool, err error) {
+	g := s.metrics.Start(model, endpoint, stream)
+	defer g.Finish()
+	e := s.classify(err)
+	g.Fail(e.kind)
+	s.log.Info("frontend: request refused", "request_id", id, "path", r.URL.Path, "status", e.status, "error", e.message)
+	writeError(w, e)
+}
+
+// readBody reads the request body within the size limit and the body
+// read timeout.
+func (s *Service) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.BodyLimit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, &openai.ValidationError{Message: "Validation: cannot read the request body: " + err.Error()}
+	}
+	return b, nil
+}
+
+// exchange is one request being answered.
+type exchange struct {
+	s     *Service
+	w     http.ResponseWriter
+	r     *http.Request
+	rc    *runtime.Context
+	g     *Guard
+	id    string
+	model string
+
+	timer      *time.Timer
+	timedOut   atomic.Bool
+	clientGone atomic.Bool
+	firstToken bool
+	cached     bool
+}
+
+// startTimer arms the stream inactivity timeout, if configured.
+func (x *exchange) startTimer() {
+	if d := x.s.cfg.StreamTimeout; d > 0 {
+		x.timer = time.AfterFunc(d, func() {
+			x.timedOut.Store(true)
+			x.rc.Kill()
+		})
+	}
+}
+
+func (x *exchange) touch() {
+	if x.timer != nil {
+		x.timer.Reset(x.s.cfg.StreamTimeout)
+	}
+}
+
+func (x *exchange) stopTimer() {
+	if x.timer != nil {
+		x.timer.Stop()
+	}
+}
+
+// observe feeds a chunk's stats to the metrics.
+func (x *exchange) observe(ev preprocessor.Event) {
+	x.touch()
+	st := ev.Stats
+	if st == nil {
+		return
+	}
+	if st.Tokens > 0 {
+		if !x.firstToken {
+			x.firstToken = true
+			x.g.FirstToken(st.PromptTokens)
+		}
+		x.g.Chunk(st.Tokens)
+	}
+	if st.CachedTokens != nil && !x.cached {
+		x.cached = true
+		x.g.Cached(*st.CachedTokens)
+	}
+}
+
+// failure turns a run error into what the client and the metrics see.
+func (x *exchange) failure(err error) apiError {
+	switch {
+	case x.timedOut.Load():
+		err = errStreamTimeout
+	case x.clientGone.Load() || x.r.Context().Err() != nil:
+		err = errClientGone
+	}
+	return x.s.classify(err)
+}
+
+// unary runs the request and answers with one JSON body.
+func (x *exchange) unary(c *call, m *model) {
+	emit, result := c.fold()
+	err := c.run(x.rc, m, x.id, func(ev preprocessor.Event) error {
+		x.observe(ev)
+		return emit(ev)
+	})
+	if err != nil {
+		x.fail(x.failure(err), false)
+		return
+	}
+	writeJSON(x.w, http.StatusOK, result())
+	x.g.OK()
+}
+
+// fail records and reports an error; committed says whether the SSE
+// stream already started.
+func (x *exchange) fail(e apiError, committed bool) {
+	if e.kind == ErrCancelled {
+		x.g.Cancelled()
+		x.s.log.Info("frontend: client disconnected; request killed", "request_id", x.id, "model", x.model)
+		return
+	}
+	x.g.Fail(e.kind)
+	x.s.log.Warn("frontend: request failed", "request_id", x.id, "model", x.model, "status", e.status, "error", e.message, "streaming", committed)
+	if committed {
+		_ = openai.WriteSSEError(x.w, e.status, e.message)
+		_ = http.NewResponseController(x.w).Flush()
+		return
+	}
+	writeError(x.w, e)
+}

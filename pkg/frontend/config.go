@@ -1,0 +1,103 @@
+package frontend
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dynamo-go/dynamo/pkg/openai"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+)
+
+// Router modes.
+const (
+	RouterRoundRobin = "round-robin"
+	RouterRandom     = "random"
+)
+
+// Config configures the service. The zero value of each field means its
+// default (see Defaults); cmd/frontend fills it from flags and environment.
+type Config struct {
+	// Namespace restricts discovery to one namespace; "" watches all.
+	Namespace string
+	// RouterMode picks workers: RouterRoundRobin (default) or RouterRandom.
+	RouterMode string
+	// MigrationLimit overrides the model cards' migration_limit when set.
+	MigrationLimit *int
+	// MigrationMaxSeqLen bounds the sequences migration may re-issue; 0 is
+	// no bound.
+	MigrationMaxSeqLen int
+	// KVCacheBlockSize overrides the cards' block size when non-zero.
+	KVCacheBlockSize int
+	// BodyLimit is the largest request body in bytes (default 45 MiB);
+	// larger bodies get 413.
+	BodyLimit int64
+	// ShutdownGrace is how long /health and /live answer 503 while requests
+	// are still served, before the server drains (default 5 s; negative
+	// means none).
+	ShutdownGrace time.Duration
+	// DrainTimeout bounds how long in-flight requests may take to finish
+	// after the grace period (default 30 s); the rest are killed.
+	DrainTimeout time.Duration
+	// StreamTimeout is the longest wait for the next item from a worker;
+	// on expiry the request is killed with a timeout error. 0 is none.
+	StreamTimeout time.Duration
+	// BodyReadTimeout bounds reading a request body (default 60 s).
+	BodyReadTimeout time.Duration
+	// WriteTimeout bounds each write to a client, so a client that stops
+	// reading cannot hold a stream forever (default 60 s).
+	WriteTimeout time.Duration
+	// OverloadStatus is the status for overload rejections (default 503).
+	OverloadStatus int
+	// ForceIncludeUsage sends the usage chunk on every stream.
+	ForceIncludeUsage bool
+	// Decode controls request decoding (unknown fields, nvext).
+	Decode openai.DecodeOptions
+	// MetricsPrefix replaces "dynamo_frontend" in metric names.
+	MetricsPrefix string
+	// MetricsEnv reads the DYN_METRICS_* bucket overrides; nil is none.
+	MetricsEnv func(string) string
+}
+
+// Deps are the service's collaborators.
+type Deps struct {
+	// Runtime is the process's distributed runtime (discovery and request
+	// plane). Required.
+	Runtime *runtime.DistributedRuntime
+	// Logger receives the service's log lines; nil discards.
+	Logger *slog.Logger
+	// Registry receives the metrics and is served at /metrics; nil makes a
+	// new one.
+	Registry *prometheus.Registry
+	// Clock stamps responses; nil is time.Now.
+	Clock func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.RouterMode == "" {
+		c.RouterMode = RouterRoundRobin
+	}
+	if c.BodyLimit == 0 {
+		c.BodyLimit = 45 << 20
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 5 * time.Second
+	}
+	if c.ShutdownGrace < 0 {
+		c.ShutdownGrace = 0
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = 30 * time.Second
+	}
+	if c.BodyReadTimeout == 0 {
+		c.BodyReadTimeout = 60 * time.Second
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 60 * time.Second
+	}
+	if c.OverloadStatus == 0 {
+		c.OverloadStatus = 503
+	}
+	return c
+}

@@ -1,0 +1,89 @@
+package frontend
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/dynamo-go/dynamo/pkg/openai"
+)
+
+// routes builds the chi router.
+func (s *Service) routes(metrics http.Handler) http.Handler {
+	r := chi.NewRouter()
+	r.Post("/v1/chat/completions", s.handleChat)
+	r.Post("/v1/completions", s.handleCompletions)
+	r.Get("/v1/models", s.handleModels)
+	r.Get("/v1/models/*", s.handleModel)
+	r.Get("/health", s.handleHealth)
+	r.Get("/live", s.handleLive)
+	r.Method(http.MethodGet, "/metrics", metrics)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Route not found: %s %s", r.Method, r.URL.Path)})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, apiError{http.StatusMethodNotAllowed, ErrValidation, fmt.Sprintf("Method not allowed: %s %s", r.Method, r.URL.Path)})
+	})
+	return r
+}
+
+// handleModels lists the models that have workers.
+func (s *Service) handleModels(w http.ResponseWriter, _ *http.Request) {
+	list := openai.ModelList{Object: "list", Data: []openai.Model{}}
+	now := s.clock().Unix()
+	for _, m := range s.models.list() {
+		list.Data = append(list.Data, openai.Model{ID: m.name, Object: "model", Created: now, OwnedBy: "nvidia"})
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// handleModel describes one model, by any of its served names.
+func (s *Service) handleModel(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "*")
+	m := s.models.lookup(name)
+	if m == nil {
+		writeError(w, apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Model not found: %s", name)})
+		return
+	}
+	writeJSON(w, http.StatusOK, openai.Model{ID: m.name, Object: "model", Created: s.clock().Unix(), OwnedBy: "nvidia"})
+}
+
+type healthBody struct {
+	Status                   string   `json:"status"`
+	Message                  string   `json:"message"`
+	Endpoints                []string `json:"endpoints,omitempty"`
+	Instances                []any    `json:"instances,omitempty"`
+	InitialDiscoveryComplete *bool    `json:"initial_discovery_complete,omitempty"`
+}
+
+// handleLive answers 200 while the service runs, 503 once it shuts down.
+func (s *Service) handleLive(w http.ResponseWriter, _ *http.Request) {
+	if s.shuttingDown.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, healthBody{Status: "shutting_down", Message: "Service is shutting down"})
+		return
+	}
+	writeJSON(w, http.StatusOK, healthBody{Status: "live", Message: "Service is live"})
+}
+
+// handleHealth answers 200 with the served endpoints and worker instances
+// once the first discovery snapshot is in, 503 before and during shutdown.
+func (s *Service) handleHealth(w http.ResponseWriter, _ *http.Request) {
+	synced := s.models.isSynced()
+	switch {
+	case s.shuttingDown.Load():
+		writeJSON(w, http.StatusServiceUnavailable, healthBody{Status: "shutting_down", Message: "Service is shutting down"})
+		return
+	case !synced:
+		writeJSON(w, http.StatusServiceUnavailable, healthBody{Status: "not_ready", Message: "Waiting for the first discovery sync", InitialDiscoveryComplete: &synced})
+		return
+	}
+	body := healthBody{Status: "healthy", Message: "Service is healthy", Endpoints: []string{}, Instances: []any{}, InitialDiscoveryComplete: &synced}
+	if len(s.models.list()) > 0 {
+		body.Endpoints = append(body.Endpoints, "/v1/chat/completions", "/v1/completions", "/v1/models")
+	}
+	for _, in := range s.instances() {
+		body.Instances = append(body.Instances, in)
+	}
+	writeJSON(w, http.StatusOK, body)
+}
