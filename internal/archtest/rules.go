@@ -33,6 +33,7 @@ var Allowed = map[string][]string{
 	"internal/archtest":     {},
 	"internal/runtimeflags": {"pkg/runtime"},
 	"internal/workerflags":  {"internal/runtimeflags", "pkg/backend", "pkg/hfhub", "pkg/runtime"},
+	"internal/loadgen":      {"pkg/openai"},
 }
 
 // Unrestricted trees compose everything: binaries, examples, end-to-end tests.
