@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/dynamo-go/dynamo/internal/loadgen"
+)
+
+// runFlags are the flags of "bench run".
+type runFlags struct {
+	fs                           *flag.FlagSet
+	url, model, api, workload    *string
+	isl, osl                     *int
+	groups, prefixLen, suffixLen *int
+	concurrency, maxInflight     *int
+	rate                         *float64
+	requests, warmup             *int
+	duration, timeout, connect   *time.Duration
+	seed                         *uint64
+	jsonPath, label              *string
+	progress                     *time.Duration
+}
+
+func newRunFlags(stderr io.Writer) *runFlags {
+	d := loadgen.DefaultConfig()
+	fs := newFlagSet("run", "[flags]", stderr)
+	return &runFlags{
+		fs:          fs,
+		url:         fs.String("url", d.URL, "base URL of the OpenAI-compatible server"),
+		model:       fs.String("model", "", "model name to send (required)"),
+		api:         fs.String("api", string(d.API), "endpoint: chat (/v1/chat/completions) or completions (/v1/completions)"),
+		workload:    fs.String("workload", string(d.Workload), "prompts: synthetic (unique, --isl words) or shared-prefix (--groups prefixes of --prefix-len words + unique --suffix-len words)"),
+		isl:         fs.Int("isl", d.ISL, "synthetic prompt length in words (≈ tokens: one short common word each)"),
+		osl:         fs.Int("osl", d.OSL, "output tokens per request (max_tokens, with ignore_eos)"),
+		groups:      fs.Int("groups", d.Groups, "shared-prefix: number of prefix groups"),
+		prefixLen:   fs.Int("prefix-len", d.PrefixLen, "shared-prefix: prefix length in words"),
+		suffixLen:   fs.Int("suffix-len", d.SuffixLen, "shared-prefix: unique suffix length in words"),
+		concurrency: fs.Int("concurrency", d.Concurrency, "closed loop: this many workers, each sending its next request when the last ends (not with --rate)"),
+		rate:        fs.Float64("rate", 0, "open loop: Poisson arrivals at this many requests/s (0 = use --concurrency)"),
+		maxInflight: fs.Int("max-inflight", d.MaxInflight, "open loop: cap on outstanding requests; later arrivals wait"),
+		requests:    fs.Int("requests", d.Requests, "measured requests, after the warmup (0 = until --duration)"),
+		duration:    fs.Duration("duration", 0, "stop sending after this long, e.g. 60s (0 = until --requests)"),
+		warmup:      fs.Int("warmup", d.Warmup, "requests sent first and left out of the statistics"),
+		timeout:     fs.Duration("timeout", d.Timeout, "per-request limit from send to the end of the stream"),
+		connect:     fs.Duration("connect-timeout", d.ConnectTimeout, "TCP connect limit"),
+		seed:        fs.Uint64("seed", d.Seed, "seed of prompts, group choice and arrival times"),
+		jsonPath:    fs.String("json", "", "also write the report as JSON to this file (- = stdout, the table then goes to stderr)"),
+		label:       fs.String("label", "", "name of this run in the report"),
+		progress:    fs.Duration("progress", 5*time.Second, "log progress to stderr this often (0 = never)"),
+	}
+}
+
+// config builds the loadgen configuration from the parsed flags.
+func (f *runFlags) config(log *slog.Logger) (loadgen.Config, error) {
+	if isSet(f.fs, "concurrency") && isSet(f.fs, "rate") {
+		return loadgen.Config{}, fmt.Errorf("--concurrency and --rate exclude each other: pick a closed or an open loop")
+	}
+	c := loadgen.DefaultConfig()
+	c.URL, c.Model = *f.url, *f.model
+	c.API, c.Workload = loadgen.API(*f.api), loadgen.Workload(*f.workload)
+	c.ISL, c.OSL = *f.isl, *f.osl
+	c.Groups, c.PrefixLen, c.SuffixLen = *f.groups, *f.prefixLen, *f.suffixLen
+	c.Concurrency, c.Rate, c.MaxInflight = *f.concurrency, *f.rate, *f.maxInflight
+	c.Requests, c.Duration, c.Warmup = *f.requests, *f.duration, *f.warmup
+	c.Timeout, c.ConnectTimeout = *f.timeout, *f.connect
+	c.Seed, c.Label = *f.seed, *f.label
+	if *f.progress > 0 {
+		c.Logger, c.ProgressEvery = log, *f.progress
+	}
+	return c, c.Validate()
+}
+
+// runMain is "bench run": exit 0 when requests completed, 1 when none did
+// or the run was interrupted (the partial report is still written), 2 for
+// bad flags.
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f := newRunFlags(stderr)
+	if code := parseFlags(f.fs, args); code >= 0 {
+		return code
+	}
+	if code := noArgs(f.fs); code >= 0 {
+		return code
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	cfg, err := f.config(log)
+	if err != nil {
+		fmt.Fprintf(stderr, "bench run: %v\n", err)
+		return 2
+	}
+	rep, err := loadgen.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "bench run: %v\n", err)
+		return 2
+	}
+	table := stdout
+	if *f.jsonPath == "-" {
+		table = stderr
+	}
+	if err := rep.WriteTable(table); err != nil {
+		fmt.Fprintf(stderr, "bench run: %v\n", err)
+		return 1
+	}
+	if *f.jsonPath != "" {
+		if err := writeJSON(*f.jsonPath, rep, stdout); err != nil {
+			fmt.Fprintf(stderr, "bench run: %v\n", err)
+			return 1
+		}
+	}
+	switch {
+	case rep.Interrupted:
+		fmt.Fprintln(stderr, "bench run: interrupted")
+		return 1
+	case rep.Completed == 0:
+		fmt.Fprintln(stderr, "bench run: no request completed")
+		return 1
+	}
+	return 0
+}
+
+// writeJSON writes rep to path, or to stdout for "-".
+func writeJSON(path string, rep *loadgen.Report, stdout io.Writer) error {
+	if path == "-" {
+		return rep.WriteJSON(stdout)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := rep.WriteJSON(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}

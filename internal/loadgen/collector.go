@@ -1,0 +1,147 @@
+package loadgen
+
+import (
+	"strconv"
+	"sync"
+	"time"
+)
+
+// maxErrorSamples bounds the distinct error messages a report keeps.
+const maxErrorSamples = 10
+
+// collector accumulates the measured (non-warmup) requests of a run. It
+// is safe for concurrent use.
+type collector struct {
+	mu sync.Mutex
+
+	ttft, itl, tpot, e2e []time.Duration
+
+	launched, completed, failed, cancelled, usageMissing int
+	inTokens, outTokens                                  int64
+	errors                                               map[ErrorKind]int
+	status                                               map[int]int
+	samples                                              []string
+	firstLaunch, lastLaunch, lastEnd                     time.Time
+}
+
+func newCollector() *collector {
+	return &collector{errors: map[ErrorKind]int{}, status: map[int]int{}}
+}
+
+// launch notes that a measured request was sent at t.
+func (c *collector) launch(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.launched == 0 {
+		c.firstLaunch = t
+	}
+	c.launched++
+	c.lastLaunch = t
+}
+
+// record adds the outcome of a measured request whose prompt had
+// promptWords words.
+func (c *collector) record(o outcome, promptWords int) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now.After(c.lastEnd) {
+		c.lastEnd = now
+	}
+	switch {
+	case o.cancelled:
+		c.cancelled++
+		return
+	case o.err != nil:
+		c.failed++
+		c.errors[o.err.Kind]++
+		if o.err.Kind == KindHTTP {
+			c.status[o.err.Status]++
+		}
+		c.sample(o.err.Error())
+		return
+	}
+	c.completed++
+	out, in := o.contentCount, promptWords
+	if o.usage != nil {
+		out, in = o.usage.CompletionTokens, o.usage.PromptTokens
+	} else {
+		c.usageMissing++
+	}
+	c.outTokens += int64(out)
+	c.inTokens += int64(in)
+	e2e := o.end.Sub(o.start)
+	c.e2e = append(c.e2e, e2e)
+	if o.hasContent {
+		c.ttft = append(c.ttft, o.ttft)
+		c.itl = append(c.itl, o.itl...)
+		if out > 1 {
+			c.tpot = append(c.tpot, (e2e-o.ttft)/time.Duration(out-1))
+		}
+	}
+}
+
+func (c *collector) sample(msg string) {
+	if len(c.samples) >= maxErrorSamples {
+		return
+	}
+	for _, s := range c.samples {
+		if s == msg {
+			return
+		}
+	}
+	c.samples = append(c.samples, msg)
+}
+
+// progress returns the counts so far.
+func (c *collector) progress() (launched, completed, failed int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.launched, c.completed, c.failed
+}
+
+// report summarises the run. Call it once, after every request ended.
+func (c *collector) report() *Report {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := &Report{
+		Launched:     c.launched,
+		Completed:    c.completed,
+		Failed:       c.failed,
+		Cancelled:    c.cancelled,
+		Errors:       map[ErrorKind]int{},
+		UsageMissing: c.usageMissing,
+		InputTokens:  c.inTokens,
+		OutputTokens: c.outTokens,
+		ErrorSamples: c.samples,
+		TTFT:         summarize(c.ttft),
+		ITL:          summarize(c.itl),
+		TPOT:         summarize(c.tpot),
+		E2E:          summarize(c.e2e),
+	}
+	for k, n := range c.errors {
+		r.Errors[k] = n
+	}
+	if len(c.status) > 0 {
+		r.HTTPStatus = map[string]int{}
+		for s, n := range c.status {
+			r.HTTPStatus[strconv.Itoa(s)] = n
+		}
+	}
+	if c.launched > 0 {
+		r.StartedAt = c.firstLaunch
+		window := c.lastEnd.Sub(c.firstLaunch).Seconds()
+		r.DurationS = round3(window)
+		if window > 0 {
+			r.RequestThroughput = round3(float64(c.completed) / window)
+			r.OutputTokenThroughput = round3(float64(c.outTokens) / window)
+			r.InputTokenThroughput = round3(float64(c.inTokens) / window)
+		}
+	}
+	if span := c.lastLaunch.Sub(c.firstLaunch).Seconds(); c.launched > 1 && span > 0 {
+		r.ArrivalRate = round3(float64(c.launched-1) / span)
+	}
+	return r
+}
+
+func round3(x float64) float64 { return roundMicro(x) }

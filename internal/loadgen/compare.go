@@ -1,0 +1,47 @@
+package loadgen
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteCompare writes reports a and b side by side with the difference
+// b − a and the ratio b / a of every number: pass the baseline as a and
+// the system under test as b to read the stack's overhead.
+func WriteCompare(w io.Writer, a, b *Report, nameA, nameB string) error {
+	var out strings.Builder
+	fmt.Fprintf(&out, "a = %s\nb = %s\n\n", nameA, nameB)
+	tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "metric\ta\tb\tb − a\tb / a\t")
+	row := func(name string, x, y float64) {
+		ratio := "-"
+		if x != 0 {
+			ratio = fmt.Sprintf("%.3f", y/x)
+		}
+		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%+.3f\t%s\t\n", name, x, y, y-x, ratio)
+	}
+	row("completed", float64(a.Completed), float64(b.Completed))
+	row("failed", float64(a.Failed), float64(b.Failed))
+	row("duration s", a.DurationS, b.DurationS)
+	row("request tput req/s", a.RequestThroughput, b.RequestThroughput)
+	row("output tput tok/s", a.OutputTokenThroughput, b.OutputTokenThroughput)
+	row("input tput tok/s", a.InputTokenThroughput, b.InputTokenThroughput)
+	row("arrival rate req/s", a.ArrivalRate, b.ArrivalRate)
+	for _, m := range []struct {
+		name string
+		x, y Summary
+	}{{"TTFT", a.TTFT, b.TTFT}, {"ITL", a.ITL, b.ITL}, {"TPOT", a.TPOT, b.TPOT}, {"E2E", a.E2E, b.E2E}} {
+		row(m.name+" mean ms", m.x.Mean, m.y.Mean)
+		row(m.name+" p50 ms", m.x.P50, m.y.P50)
+		row(m.name+" p90 ms", m.x.P90, m.y.P90)
+		row(m.name+" p99 ms", m.x.P99, m.y.P99)
+		row(m.name+" max ms", m.x.Max, m.y.Max)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
+}

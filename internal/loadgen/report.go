@@ -1,0 +1,199 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is the result of a run; its JSON form is what cmd/bench writes
+// with --json. Latencies are in milliseconds with microsecond precision,
+// throughputs per second of the measured window: from the first measured
+// request's send to the last measured request's end.
+type Report struct {
+	// Label names the run (Config.Label).
+	Label string `json:"label"`
+	// Config is the run's configuration.
+	Config RunConfig `json:"config"`
+	// StartedAt is when the first measured request was sent.
+	StartedAt time.Time `json:"started_at"`
+	// DurationS is the measured window in seconds.
+	DurationS float64 `json:"duration_s"`
+	// Interrupted is set when the run's context ended early.
+	Interrupted bool `json:"interrupted"`
+
+	// Launched measured requests ended as Completed, Failed or Cancelled
+	// (cut short by an interrupted run; not an error).
+	Launched  int `json:"launched"`
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	Cancelled int `json:"cancelled"`
+	// Errors counts failures by kind; HTTPStatus breaks KindHTTP down by
+	// status code; ErrorSamples holds up to ten distinct messages.
+	Errors       map[ErrorKind]int `json:"errors"`
+	HTTPStatus   map[string]int    `json:"http_status,omitempty"`
+	ErrorSamples []string          `json:"error_samples,omitempty"`
+	// Throttled counts open-loop arrivals that waited for MaxInflight.
+	Throttled int `json:"throttled"`
+	// UsageMissing counts completed requests without a usage chunk; their
+	// output tokens are the content chunks, input tokens the prompt words.
+	UsageMissing int `json:"usage_missing"`
+
+	// InputTokens and OutputTokens are the completed requests' tokens:
+	// usage.prompt_tokens and usage.completion_tokens when reported.
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	// Throughputs of completed requests and their tokens.
+	RequestThroughput     float64 `json:"request_throughput_rps"`
+	OutputTokenThroughput float64 `json:"output_token_throughput_tps"`
+	InputTokenThroughput  float64 `json:"input_token_throughput_tps"`
+	// ArrivalRate is the achieved send rate of measured requests.
+	ArrivalRate float64 `json:"achieved_arrival_rate_rps"`
+
+	// Times count from just before the request goes to the HTTP client
+	// (so a new connection's setup is included). TTFT is that to the
+	// first chunk with content; ITL the gaps between
+	// successive content chunks; TPOT (e2e − TTFT)/(output tokens − 1) of
+	// requests with more than one token; E2E send to [DONE]. Completed
+	// requests only.
+	TTFT Summary `json:"ttft_ms"`
+	ITL  Summary `json:"itl_ms"`
+	TPOT Summary `json:"tpot_ms"`
+	E2E  Summary `json:"e2e_ms"`
+}
+
+// RunConfig is the configuration recorded in a report; the fields mirror
+// Config's, with durations as strings ("1m0s") and Arrival naming the
+// loop: "concurrency" (closed) or "poisson" (open).
+type RunConfig struct {
+	URL         string   `json:"url"`
+	Model       string   `json:"model"`
+	API         API      `json:"api"`
+	Workload    Workload `json:"workload"`
+	ISL         int      `json:"isl,omitempty"`
+	OSL         int      `json:"osl"`
+	Groups      int      `json:"groups,omitempty"`
+	PrefixLen   int      `json:"prefix_len,omitempty"`
+	SuffixLen   int      `json:"suffix_len,omitempty"`
+	Arrival     string   `json:"arrival"`
+	Concurrency int      `json:"concurrency,omitempty"`
+	Rate        float64  `json:"rate,omitempty"`
+	MaxInflight int      `json:"max_inflight,omitempty"`
+	Requests    int      `json:"requests"`
+	Duration    string   `json:"duration"`
+	Warmup      int      `json:"warmup"`
+	Timeout     string   `json:"timeout"`
+	Seed        uint64   `json:"seed"`
+}
+
+func (c *Config) record() RunConfig {
+	rc := RunConfig{
+		URL: c.URL, Model: c.Model, API: c.API, Workload: c.Workload, OSL: c.OSL,
+		Requests: c.Requests, Duration: c.Duration.String(), Warmup: c.Warmup,
+		Timeout: c.Timeout.String(), Seed: c.Seed,
+	}
+	if c.Workload == WorkloadSharedPrefix {
+		rc.Groups, rc.PrefixLen, rc.SuffixLen = c.Groups, c.PrefixLen, c.SuffixLen
+	} else {
+		rc.ISL = c.ISL
+	}
+	if c.Rate > 0 {
+		rc.Arrival, rc.Rate, rc.MaxInflight = "poisson", c.Rate, c.MaxInflight
+	} else {
+		rc.Arrival, rc.Concurrency = "concurrency", c.Concurrency
+	}
+	return rc
+}
+
+// ReadReport decodes a report written as JSON.
+func ReadReport(r io.Reader) (*Report, error) {
+	var rep Report
+	if err := json.NewDecoder(r).Decode(&rep); err != nil {
+		return nil, fmt.Errorf("loadgen: read report: %w", err)
+	}
+	return &rep, nil
+}
+
+// WriteJSON writes r as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("loadgen: write report: %w", err)
+	}
+	return nil
+}
+
+// WriteTable writes r for people.
+func (r *Report) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	c := r.Config
+	if r.Label != "" {
+		fmt.Fprintf(&b, "run %q: ", r.Label)
+	}
+	fmt.Fprintf(&b, "%s %s model=%s %s %s osl=%d ", c.URL, c.API, c.Model, c.Workload, c.shape(), c.OSL)
+	if c.Arrival == "poisson" {
+		fmt.Fprintf(&b, "poisson rate=%g/s max-inflight=%d\n", c.Rate, c.MaxInflight)
+	} else {
+		fmt.Fprintf(&b, "concurrency=%d\n", c.Concurrency)
+	}
+	if r.Interrupted {
+		b.WriteString("INTERRUPTED: partial results\n")
+	}
+	fmt.Fprintf(&b, "requests:   %d completed, %d failed, %d cancelled of %d launched in %.3f s (throttled %d, usage missing %d)\n",
+		r.Completed, r.Failed, r.Cancelled, r.Launched, r.DurationS, r.Throttled, r.UsageMissing)
+	fmt.Fprintf(&b, "throughput: %.2f req/s, %.1f output tok/s, %.1f input tok/s; achieved arrival rate %.2f req/s\n",
+		r.RequestThroughput, r.OutputTokenThroughput, r.InputTokenThroughput, r.ArrivalRate)
+	if r.Failed > 0 {
+		fmt.Fprintf(&b, "errors:     %s\n", r.errorLine())
+		for _, s := range r.ErrorSamples {
+			fmt.Fprintf(&b, "  e.g. %s\n", s)
+		}
+	}
+	b.WriteByte('\n')
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "ms\tcount\tmean\tp50\tp90\tp99\tmax\t")
+	for _, row := range []struct {
+		name string
+		s    Summary
+	}{{"TTFT", r.TTFT}, {"ITL", r.ITL}, {"TPOT", r.TPOT}, {"E2E", r.E2E}} {
+		s := row.s
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", row.name, s.Count, s.Mean, s.P50, s.P90, s.P99, s.Max)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// shape describes the prompt lengths.
+func (c RunConfig) shape() string {
+	if c.Workload == WorkloadSharedPrefix {
+		return fmt.Sprintf("groups=%d prefix=%d suffix=%d", c.Groups, c.PrefixLen, c.SuffixLen)
+	}
+	return fmt.Sprintf("isl=%d", c.ISL)
+}
+
+// errorLine lists the error counts by kind, sorted, with status codes.
+func (r *Report) errorLine() string {
+	var parts []string
+	for k, n := range r.Errors {
+		p := fmt.Sprintf("%s=%d", k, n)
+		if k == KindHTTP && len(r.HTTPStatus) > 0 {
+			var codes []string
+			for s, m := range r.HTTPStatus {
+				codes = append(codes, fmt.Sprintf("%s×%d", s, m))
+			}
+			slices.Sort(codes)
+			p += " (" + strings.Join(codes, " ") + ")"
+		}
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
