@@ -9,10 +9,11 @@ build:
 	$(GO) build $(PKGS)
 	$(GO) build -o $(BIN)/hello ./examples/hello
 
-# Until the frontend exists: the runtime's hello world, two processes on
-# this machine (file discovery, TCP request plane, no etcd or NATS needed).
-run: build
-	./scripts/run-hello.sh
+# The stack on this machine: a frontend on :8000 and two mocker workers
+# serving models/demo (file discovery, TCP request plane, no etcd or NATS
+# needed). Ctrl-C stops it.
+run:
+	@exec env GO="$(GO)" ./scripts/run.sh
 
 test: lint
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)

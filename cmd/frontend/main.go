@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/dynamo-go/dynamo/internal/pprofserver"
 	"github.com/dynamo-go/dynamo/internal/runtimeflags"
 	"github.com/dynamo-go/dynamo/pkg/frontend"
 	"github.com/dynamo-go/dynamo/pkg/openai"
@@ -69,6 +70,7 @@ func run(args []string, env func(string) string, stderr io.Writer, ready chan<- 
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	pprofserver.Run(ctx, env(pprofserver.Env), log)
 	if err := serve(ctx, cfg, rcfg, addr, tlsCert, tlsKey, log, ready); err != nil {
 		fmt.Fprintln(stderr, "frontend:", err)
 		return 1
@@ -147,6 +149,7 @@ const envHelp = `HTTP environment:
   DYN_DISABLE_FRONTEND_NVEXT               refuse the nvext extension (false)
   DYN_METRICS_<NAME>_{MIN,MAX,COUNT}       histogram buckets (see docs)
   DYN_LOG                                  log level: debug, info, warn, error (info)
+  DYN_PPROF_ADDR                           serve Go profiles (/debug/pprof/) on this address (off)
 `
 
 // config validates the flags and the HTTP environment. set holds the

@@ -27,6 +27,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dynamo-go/dynamo/internal/pprofserver"
 	"github.com/dynamo-go/dynamo/internal/workerflags"
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/hfhub"
@@ -52,6 +53,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		fmt.Fprint(stderr, workerflags.EnvHelp)
 		fmt.Fprintln(stderr, "  DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT  seconds after a signal before a forced exit with code 70 (30)")
 		fmt.Fprintln(stderr, "  DYN_LOG                             log level: debug, info, warn, error (info)")
+		fmt.Fprintln(stderr, "  DYN_PPROF_ADDR                      serve Go profiles (/debug/pprof/) on this address (off)")
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -84,6 +86,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	pprofserver.Run(ctx, env(pprofserver.Env), log)
 	go func() {
 		<-ctx.Done()
 		time.Sleep(hardExit)
@@ -139,8 +142,10 @@ func runWorker(ctx context.Context, rcfg runtime.Config, wcfg backend.WorkerConf
 		err = backend.Run(ctx, rt, eng, wcfg)
 	}
 	cancelRun()
-	if rerr := <-runDone; rerr != nil && err == nil {
-		err = rerr
+	// The runtime's own failure (a port in use, a lost lease) is the cause;
+	// the worker's error is then only its echo ("store closed").
+	if rerr := <-runDone; rerr != nil {
+		return rerr
 	}
 	return err
 }

@@ -30,6 +30,7 @@ var Allowed = map[string][]string{
 	"pkg/preprocessor":      {"pkg/migration", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/openai", "pkg/modelcard"},
 	"pkg/frontend":          {"pkg/preprocessor", "pkg/migration", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/openai", "pkg/kvblock", "pkg/modelcard"},
 	"internal/testenv":      {},
+	"internal/pprofserver":  {},
 	"internal/archtest":     {},
 	"internal/runtimeflags": {"pkg/runtime"},
 	"internal/workerflags":  {"internal/runtimeflags", "pkg/backend", "pkg/hfhub", "pkg/runtime"},

@@ -23,9 +23,13 @@ type model struct {
 	card     *modelcard.Card
 	pre      *preprocessor.Model
 	pipeline preprocessor.Generator
-	client   *runtime.Client
+	workers  *modelInstances
 	keys     map[string]bool
 }
+
+// ready reports whether a worker can take the model's requests now: a
+// card alone is not enough, its instance must be registered too.
+func (m *model) ready() bool { return len(m.workers.Available()) > 0 }
 
 // registry maps served names (canonical and aliases) to models.
 type registry struct {
@@ -45,6 +49,18 @@ func (r *registry) lookup(name string) *model {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.names[name]
+}
+
+// ready returns the models that have an available worker, sorted.
+func (r *registry) ready() []*model {
+	all := r.list()
+	out := all[:0]
+	for _, m := range all {
+		if m.ready() {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // list returns the models, sorted by name.
@@ -147,6 +163,7 @@ func (s *Service) addCard(ctx context.Context, key string, value []byte) {
 		m.keys[key] = true
 		s.models.byKey[key] = m
 		s.models.mu.Unlock()
+		m.workers.add(rec.InstanceID)
 		s.log.Info("frontend: worker joined model", "model", m.name, "workers", len(m.keys))
 		return
 	}
@@ -158,6 +175,7 @@ func (s *Service) addCard(ctx context.Context, key string, value []byte) {
 		return
 	}
 	m.keys[key] = true
+	m.workers.add(rec.InstanceID)
 	s.models.mu.Lock()
 	for _, n := range card.Names() {
 		if other := s.models.names[n]; other != nil && other != m {
@@ -191,6 +209,9 @@ func (s *Service) removeCard(key string) {
 	}
 	delete(s.models.byKey, key)
 	delete(m.keys, key)
+	if p, err := modelcard.ParseKey(key); err == nil {
+		m.workers.remove(p.InstanceID)
+	}
 	last := len(m.keys) == 0
 	if last {
 		delete(s.models.models, m.name)
@@ -237,22 +258,23 @@ func (s *Service) buildModel(ctx context.Context, card *modelcard.Card, ep runti
 	if s.cfg.RouterMode == RouterRandom {
 		policy = router.Random{}
 	}
-	push := router.New(client, policy, s.log)
+	workers := newModelInstances(client)
+	push := router.New(workers, policy, s.log)
 	mig := migration.New(push.Engine(), migration.Config{Limit: s.migrationLimit(card)})
-	return &model{name: card.DisplayName, card: card, pre: pre, pipeline: mig, client: client, keys: map[string]bool{}}, nil
+	return &model{name: card.DisplayName, card: card, pre: pre, pipeline: mig, workers: workers, keys: map[string]bool{}}, nil
 }
 
 // instances returns every discovered worker instance of every model.
 func (s *Service) instances() []runtime.Instance {
 	var out []runtime.Instance
-	seen := map[runtime.EndpointID]bool{}
+	seen := map[uint64]bool{}
 	for _, m := range s.models.list() {
-		ep := m.client.Endpoint()
-		if seen[ep] {
-			continue
+		for _, in := range m.workers.Instances() {
+			if !seen[in.ID] {
+				seen[in.ID] = true
+				out = append(out, in)
+			}
 		}
-		seen[ep] = true
-		out = append(out, m.client.Instances()...)
 	}
 	slices.SortFunc(out, func(a, b runtime.Instance) int {
 		switch {

@@ -32,7 +32,7 @@ func (s *Service) routes(metrics http.Handler) http.Handler {
 func (s *Service) handleModels(w http.ResponseWriter, _ *http.Request) {
 	list := openai.ModelList{Object: "list", Data: []openai.Model{}}
 	now := s.clock().Unix()
-	for _, m := range s.models.list() {
+	for _, m := range s.models.ready() {
 		list.Data = append(list.Data, openai.Model{ID: m.name, Object: "model", Created: now, OwnedBy: "nvidia"})
 	}
 	writeJSON(w, http.StatusOK, list)
@@ -42,7 +42,7 @@ func (s *Service) handleModels(w http.ResponseWriter, _ *http.Request) {
 func (s *Service) handleModel(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "*")
 	m := s.models.lookup(name)
-	if m == nil {
+	if m == nil || !m.ready() {
 		writeError(w, apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Model not found: %s", name)})
 		return
 	}
@@ -79,7 +79,7 @@ func (s *Service) handleHealth(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	body := healthBody{Status: "healthy", Message: "Service is healthy", Endpoints: []string{}, Instances: []any{}, InitialDiscoveryComplete: &synced}
-	if len(s.models.list()) > 0 {
+	if len(s.models.ready()) > 0 {
 		body.Endpoints = append(body.Endpoints, "/v1/chat/completions", "/v1/completions", "/v1/models")
 	}
 	for _, in := range s.instances() {

@@ -234,3 +234,31 @@ func (e *textEngine) count() int {
 	defer e.mu.Unlock()
 	return len(e.ended)
 }
+
+func TestTwoModelsOnOneEndpointKeepTheirTraffic(t *testing.T) {
+	s := newStack(t, Config{})
+	engines := map[string]*textEngine{}
+	for _, name := range []string{"model-a", "model-b"} {
+		eng := helloEngine(t, 0)
+		engines[name] = eng
+		rt := startRuntime(t, s.mem)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- backend.Run(ctx, rt, eng, backend.WorkerConfig{
+				Endpoint:  runtime.EndpointID{Namespace: "dynamo", Component: "backend", Name: "generate"},
+				ModelPath: demoModel, ModelName: name,
+			})
+		}()
+		t.Cleanup(func() { cancel(); <-done })
+	}
+	s.waitModels(t, func(ids []string) bool { return contains(ids, "model-a") && contains(ids, "model-b") })
+	for range 6 {
+		if r := s.post(t, "/v1/chat/completions", `{"model":"model-a","messages":[{"role":"user","content":"x"}],"max_tokens":1}`); r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	}
+	if a, b := engines["model-a"].count(), engines["model-b"].count(); a != 6 || b != 0 {
+		t.Errorf("model-a's requests reached its worker %d times and model-b's worker %d times, want 6 and 0", a, b)
+	}
+}

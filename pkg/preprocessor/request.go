@@ -66,6 +66,9 @@ func (m *Model) PrepareChat(req *openai.ChatCompletionRequest) (*Prepared, error
 		presence: req.PresencePenalty, frequency: req.FrequencyPenalty,
 		logprobs: logprobs, guided: guided,
 	}, &req.CommonExt)
+	if err := m.checkRoom(p.Request, "messages"); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -127,6 +130,9 @@ func (m *Model) PrepareCompletion(req *openai.CompletionRequest) ([]*Prepared, e
 			return nil, err
 		}
 		out[i] = &Prepared{Request: m.buildRequest(ids, opts, &req.CommonExt), Prompt: pp.text, Index: i}
+		if err := m.checkRoom(out[i].Request, "prompt"); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -150,6 +156,20 @@ func (m *Model) checkVocab(ids []uint32) error {
 		if int(id) >= n {
 			return invalid("Validation: token id %d is out of range: the model's vocabulary has %d tokens", id, n)
 		}
+	}
+	return nil
+}
+
+// checkRoom refuses a request whose prompt plus max_tokens exceeds the
+// context, as OpenAI and vLLM do, instead of silently generating fewer.
+func (m *Model) checkRoom(r *backend.Request, what string) error {
+	n := m.card.ContextLength
+	if n == 0 || r.StopConditions.MaxTokens == nil {
+		return nil
+	}
+	p, mt := len(r.TokenIDs), int(*r.StopConditions.MaxTokens)
+	if p+mt > int(n) {
+		return invalid("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the %s, %d in the completion). Please reduce the length of the %s or the completion.", n, p+mt, p, what, mt, what)
 	}
 	return nil
 }

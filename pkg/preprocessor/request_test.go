@@ -161,6 +161,15 @@ func TestPromptOverContextLength(t *testing.T) {
 	if !errors.As(err, &ve) || !strings.Contains(ve.Message, "your prompt resulted in") {
 		t.Errorf("completions: got %v", err)
 	}
+	short, _ := m.Tokenizer().Encode("hi", false)
+	_, err = m.PrepareChat(decodeChat(t, `{"model":"t","messages":[{"role":"user","content":"hi"}],"max_tokens":100}`))
+	wantRoom := "However, you requested " + itoa(len(short)+100) + " tokens (" + itoa(len(short)) + " in the messages, 100 in the completion)"
+	if !errors.As(err, &ve) || !strings.Contains(ve.Message, wantRoom) {
+		t.Errorf("max_tokens beyond the context: got %v, want %q", err, wantRoom)
+	}
+	if _, err := m.PrepareChat(decodeChat(t, `{"model":"t","messages":[{"role":"user","content":"hi"}],"max_tokens":`+itoa(64-len(short))+`}`)); err != nil {
+		t.Errorf("max_tokens that exactly fills the context: %v", err)
+	}
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }

@@ -1,0 +1,65 @@
+package frontend
+
+import (
+	"sync"
+
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+)
+
+// modelInstances is the router's view of one model's workers: the
+// endpoint's instances that published this model's card. Two models served
+// on one endpoint thus never get each other's requests.
+type modelInstances struct {
+	*runtime.Client
+
+	mu  sync.RWMutex
+	ids map[uint64]int // instance id -> number of card keys it holds
+}
+
+func newModelInstances(c *runtime.Client) *modelInstances {
+	return &modelInstances{Client: c, ids: map[uint64]int{}}
+}
+
+func (mi *modelInstances) add(id uint64) {
+	mi.mu.Lock()
+	mi.ids[id]++
+	mi.mu.Unlock()
+}
+
+func (mi *modelInstances) remove(id uint64) {
+	mi.mu.Lock()
+	if mi.ids[id]--; mi.ids[id] <= 0 {
+		delete(mi.ids, id)
+	}
+	mi.mu.Unlock()
+}
+
+// Available returns the endpoint's available instances that serve the
+// model, sorted.
+func (mi *modelInstances) Available() []uint64 {
+	all := mi.Client.Available()
+	mi.mu.RLock()
+	defer mi.mu.RUnlock()
+	out := all[:0:0]
+	for _, id := range all {
+		if mi.ids[id] > 0 {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Instances returns the endpoint's discovered instances that serve the
+// model.
+func (mi *modelInstances) Instances() []runtime.Instance {
+	all := mi.Client.Instances()
+	mi.mu.RLock()
+	defer mi.mu.RUnlock()
+	out := all[:0:0]
+	for _, in := range all {
+		if mi.ids[in.ID] > 0 {
+			out = append(out, in)
+		}
+	}
+	return out
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Runs the stack on this machine: an OpenAI-compatible frontend on :8000
+# (HTTP_PORT to change it) and two mocker workers serving models/demo.
+# Discovery is a temporary directory and requests go over TCP, so neither
+# etcd nor NATS is needed. Ctrl-C stops everything and removes the
+# directory. Needs bash and Go only (curl to try it out).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GO=${GO:-go}
+port=${HTTP_PORT:-8000}
+model=demo
+
+echo "building bin/frontend and bin/mocker..."
+"$GO" build -o bin/ ./cmd/frontend ./cmd/mocker
+
+kv=$(mktemp -d "${TMPDIR:-/tmp}/dynamo-run.XXXXXX")
+pids=()
+
+# alive succeeds while any child runs.
+alive() {
+	local p
+	for p in "${pids[@]}"; do
+		if kill -0 "$p" 2>/dev/null; then
+			return 0
+		fi
+	done
+	return 1
+}
+
+# stop ends the children (SIGTERM, then SIGKILL after 10 s) and removes
+# the discovery directory. It runs once, on any exit.
+stop() {
+	trap - EXIT INT TERM
+	if ((${#pids[@]})); then
+		echo
+		echo "stopping..."
+		kill -TERM "${pids[@]}" 2>/dev/null || true
+		for _ in $(seq 100); do
+			alive || break
+			sleep 0.1
+		done
+		kill -KILL "${pids[@]}" 2>/dev/null || true
+		wait "${pids[@]}" 2>/dev/null || true
+		echo "stopped."
+	fi
+	rm -rf "$kv"
+}
+# on_signal stops everything, then dies of the signal it got, as a
+# program that does not catch it would (make then says "Interrupt").
+on_signal() {
+	stop
+	trap - "$1"
+	kill -"$1" $$
+}
+trap stop EXIT
+trap 'on_signal INT' INT
+trap 'on_signal TERM' TERM
+
+export DYN_DISCOVERY_BACKEND=file DYN_FILE_KV="$kv" DYN_REQUEST_PLANE=tcp
+export DYN_TCP_RPC_HOST=127.0.0.1 DYN_TCP_RESPONSE_STREAM_HOST=127.0.0.1
+# Quick Ctrl-C: no grace period before the frontend and workers drain.
+export DYN_HTTP_GRACEFUL_SHUTDOWN_TIMEOUT_SECS=0 DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS=0
+
+# Each in a session of its own: Ctrl-C reaches this script only, which
+# then stops them (SIGTERM) and waits for them.
+setsid bin/mocker --model-path models/demo --num-workers 2 >bin/mocker.log 2>&1 &
+pids+=($!)
+setsid bin/frontend --http-port "$port" >bin/frontend.log 2>&1 &
+pids+=($!)
+
+# get prints the body of GET http://127.0.0.1:$port$1, with bash's
+# /dev/tcp so that curl is not needed.
+get() {
+	(
+		exec 3<>"/dev/tcp/127.0.0.1/$port"
+		printf 'GET %s HTTP/1.0\r\nHost: localhost\r\n\r\n' "$1" >&3
+		cat <&3
+	) 2>/dev/null
+}
+
+echo "starting the frontend and two mocker workers..."
+for i in $(seq 300); do
+	if get /v1/models | grep -q "\"id\":\"$model\""; then
+		break
+	fi
+	for p in "${pids[@]}"; do
+		if ! kill -0 "$p" 2>/dev/null; then
+			echo "a process exited during start-up (is port $port taken? HTTP_PORT=8001 make run picks another); the logs:" >&2
+			tail -n 20 bin/frontend.log bin/mocker.log >&2
+			exit 1
+		fi
+	done
+	if ((i == 300)); then
+		echo "model $model not listed after 30s; logs:" >&2
+		tail -n 20 bin/frontend.log bin/mocker.log >&2
+		exit 1
+	fi
+	sleep 0.1
+done
+
+cat <<EOF
+
+Serving model "$model" on http://localhost:$port (1 frontend, 2 mocker workers).
+
+List the models:
+  curl -s localhost:$port/v1/models
+
+Chat:
+  curl -s localhost:$port/v1/chat/completions -H 'Content-Type: application/json' \\
+    -d '{"model":"$model","messages":[{"role":"user","content":"Hello!"}],"max_tokens":20}'
+
+Chat, streamed:
+  curl -sN localhost:$port/v1/chat/completions -H 'Content-Type: application/json' \\
+    -d '{"model":"$model","messages":[{"role":"user","content":"Hello!"}],"max_tokens":20,"stream":true}'
+
+Metrics: curl -s localhost:$port/metrics
+Logs: bin/frontend.log, bin/mocker.log. The mocker's answers are ordinary
+tokens of the demo model with no meaning. Ctrl-C stops everything.
+EOF
+
+# Run until Ctrl-C, or until a process exits on its own.
+set +e
+wait -n
+status=$?
+set -e
+echo "a process exited (status $status); see bin/frontend.log and bin/mocker.log" >&2
+exit 1

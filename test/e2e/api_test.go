@@ -1,0 +1,243 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// object is a JSON request body.
+type object = map[string]any
+
+// response is the part of a chat completion, a chat chunk, a completion
+// or a completion chunk that the tests look at.
+type response struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Index   int `json:"index"`
+		Message struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"message"`
+		Delta struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"delta"`
+		Text         string  `json:"text"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *usage `json:"usage"`
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// text is the answer of a unary chat completion or completion.
+func (r response) text() string {
+	if len(r.Choices) == 0 {
+		return ""
+	}
+	return r.Choices[0].Message.Content + r.Choices[0].Text
+}
+
+func (r response) finishReason() string {
+	if len(r.Choices) == 0 || r.Choices[0].FinishReason == nil {
+		return ""
+	}
+	return *r.Choices[0].FinishReason
+}
+
+// post sends body (an object, or raw bytes) as JSON and returns the
+// response with its body read.
+func (f *frontend) post(t *testing.T, path string, body any) (*http.Response, []byte) {
+	t.Helper()
+	raw, ok := body.([]byte)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := f.http.Post(f.url+path, "application/json", bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("POST %s: reading the body: %v", path, err)
+	}
+	return resp, b
+}
+
+// unary sends a non-streaming request that must succeed.
+func (f *frontend) unary(t *testing.T, path string, req object) response {
+	t.Helper()
+	resp, body := f.post(t, path, req)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: status %d, body %s", path, resp.StatusCode, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("POST %s: Content-Type %q, want application/json", path, ct)
+	}
+	if resp.Header.Get("X-Request-Id") == "" {
+		t.Errorf("POST %s: no x-request-id header", path)
+	}
+	var r response
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatalf("POST %s: %v in %s", path, err, body)
+	}
+	return r
+}
+
+// streamed is what a client reassembles from an SSE stream.
+type streamed struct {
+	text         string
+	finishReason string
+	usage        *usage
+	chunks       []response
+	contentParts int // chunks that carried text
+}
+
+// stream sends a streaming request that must succeed and end with
+// data: [DONE], and reassembles it.
+func (f *frontend) stream(t *testing.T, path string, req object) streamed {
+	t.Helper()
+	req["stream"] = true
+	resp, body := f.post(t, path, req)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s (stream): status %d, body %s", path, resp.StatusCode, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Errorf("POST %s (stream): Content-Type %q, want text/event-stream", path, ct)
+	}
+	events := parseSSE(t, body)
+	if len(events) == 0 || events[len(events)-1].data != "[DONE]" {
+		t.Fatalf("POST %s (stream): does not end with data: [DONE]:\n%s", path, body)
+	}
+	var s streamed
+	for _, ev := range events[:len(events)-1] {
+		if ev.event != "" {
+			t.Fatalf("POST %s (stream): unexpected event %q: %s", path, ev.event, ev.data)
+		}
+		var c response
+		if err := json.Unmarshal([]byte(ev.data), &c); err != nil {
+			t.Fatalf("POST %s (stream): chunk %q: %v", path, ev.data, err)
+		}
+		s.chunks = append(s.chunks, c)
+		if c.Usage != nil {
+			if s.usage != nil {
+				t.Errorf("POST %s (stream): usage sent twice", path)
+			}
+			s.usage = c.Usage
+		}
+		for _, ch := range c.Choices {
+			if part := ch.Delta.Content + ch.Text; part != "" {
+				s.text += part
+				s.contentParts++
+			}
+			if ch.FinishReason != nil {
+				if s.finishReason != "" {
+					t.Errorf("POST %s (stream): finish_reason sent twice (%q, %q)", path, s.finishReason, *ch.FinishReason)
+				}
+				s.finishReason = *ch.FinishReason
+			}
+		}
+	}
+	return s
+}
+
+type sseEvent struct{ event, data string }
+
+// parseSSE splits an event stream into its events.
+func parseSSE(t *testing.T, body []byte) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	var cur sseEvent
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur != (sseEvent{}) {
+				out = append(out, cur)
+			}
+			cur = sseEvent{}
+		case strings.HasPrefix(line, "data: "):
+			cur.data += strings.TrimPrefix(line, "data: ")
+		case strings.HasPrefix(line, "event: "):
+			cur.event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, ":"): // comment
+		default:
+			t.Fatalf("unexpected SSE line %q", line)
+		}
+	}
+	if cur != (sseEvent{}) {
+		t.Fatalf("SSE stream ends without a blank line after %+v", cur)
+	}
+	return out
+}
+
+// apiError is the frontend's flat error body.
+type apiError struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Code    int    `json:"code"`
+}
+
+// decodeError checks that body is exactly {"message","type","code"} with
+// code equal to the status, and returns it.
+func decodeError(t *testing.T, status int, body []byte) apiError {
+	t.Helper()
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		t.Fatalf("error body is not a JSON object: %v: %s", err, body)
+	}
+	if len(fields) != 3 || fields["message"] == nil || fields["type"] == nil || fields["code"] == nil {
+		t.Errorf("error body %s: want exactly the fields message, type, code", body)
+	}
+	var e apiError
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatalf("error body %s: %v", body, err)
+	}
+	if e.Code != status {
+		t.Errorf("error body code %d, status %d", e.Code, status)
+	}
+	if e.Message == "" || e.Type == "" {
+		t.Errorf("error body %s: empty message or type", body)
+	}
+	return e
+}
+
+func userChat(model, content string, maxTokens int) object {
+	return object{
+		"model":      model,
+		"messages":   []object{{"role": "user", "content": content}},
+		"max_tokens": maxTokens,
+	}
+}
+
+// get sends a GET and returns the response with its body read.
+func (f *frontend) get(t *testing.T, path string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := f.http.Get(f.url + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: reading the body: %v", path, err)
+	}
+	return resp, b
+}

@@ -1,0 +1,10 @@
+// Package e2e tests the product as a user runs it: the frontend and mocker
+// binaries, built once by TestMain, run as separate processes that find
+// each other through discovery (an in-process etcd, or a file directory)
+// and talk over a request plane (TCP, or an in-process NATS). The tests
+// speak to the frontend only over HTTP, with net/http and with the official
+// OpenAI Go SDK, and assert what a client would notice: answers, stream
+// framing, usage, status codes and error bodies, the model list, metrics.
+//
+// The package has no non-test code; it is skipped under go test -short.
+package e2e
