@@ -36,7 +36,7 @@ func (w *Worker) handle(rc *runtime.Context, payload []byte, emit func([]byte) e
 		if o == nil {
 			return fmt.Errorf("%w: nil output", ErrContractViolation)
 		}
-		b, err := json.Marshal(o)
+		b, err := AppendOutputJSON(nil, o)
 		if err != nil {
 			return fmt.Errorf("backend: encode output: %w", err)
 		}

@@ -38,7 +38,7 @@ func (e *Engine) Generate(ctx context.Context, req *backend.Request, emit func(*
 	}
 	decode := func(item []byte) error {
 		var out backend.Output
-		if err := json.Unmarshal(item, &out); err != nil {
+		if err := backend.DecodeOutput(item, &out); err != nil {
 			return fmt.Errorf("router: decode engine output: %w", err)
 		}
 		return emit(&out)
