@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run test test-short bench bench-tokenizer bench-preprocess fuzz lint clean
+.PHONY: build run test test-short bench bench-tokenizer bench-preprocess bench-stack fuzz lint clean
 
 build:
 	$(GO) build $(PKGS)
@@ -34,6 +34,11 @@ bench-tokenizer:
 bench-preprocess:
 	$(GO) test -run='^$$' -bench='220KB|DecoderStep|RenderChat' -benchtime=3s ./pkg/preprocessor/ ./pkg/preprocessor/template/
 	cd scripts/tokenizer && npm install --no-audit --no-fund >/dev/null && node bench_preprocess.mjs --runs 50
+
+# What the stack adds to a request: cmd/bench against a bare net/http
+# server streaming the same tokens, then against frontend + two mockers.
+bench-stack:
+	./scripts/bench-stack.sh 500 5000
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzReadMessage -fuzztime=30s ./pkg/runtime/internal/codec/
