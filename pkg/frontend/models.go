@@ -260,7 +260,10 @@ func (s *Service) buildModel(ctx context.Context, card *modelcard.Card, ep runti
 	}
 	workers := newModelInstances(client)
 	push := router.New(workers, policy, s.log)
-	mig := migration.New(push.Engine(), migration.Config{Limit: s.migrationLimit(card)})
+	mig := migration.New(push.Engine(), migration.Config{
+		Model: card.DisplayName, Limit: s.migrationLimit(card), MaxSeqLen: s.cfg.MigrationMaxSeqLen,
+		Metrics: s.migMet, Logger: s.log,
+	})
 	return &model{name: card.DisplayName, card: card, pre: pre, pipeline: mig, workers: workers, keys: map[string]bool{}}, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/dynamo-go/dynamo/pkg/migration"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -25,6 +26,7 @@ type Service struct {
 	log      *slog.Logger
 	registry *prometheus.Registry
 	metrics  *Metrics
+	migMet   *migration.Metrics
 	clock    func() time.Time
 	models   *registry
 	handler  http.Handler
@@ -59,6 +61,9 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		return nil, fmt.Errorf("frontend: metrics: %w", err)
 	}
 	s.metrics = m
+	if s.migMet, err = migration.NewMetrics(s.registry, sanitizeMetricsPrefix(cfg.MetricsPrefix)); err != nil {
+		return nil, fmt.Errorf("frontend: metrics: %w", err)
+	}
 	s.handler = s.routes(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	return s, nil
 }

@@ -1,6 +1,13 @@
-// Package migration holds the pipeline stage that re-issues a request
-// whose worker failed on another worker, with the tokens generated so far.
-// It sits between the decoder and the router and has the engine's
-// Generate shape. This version passes requests through unchanged; the
-// retry logic lands with request migration.
+// Package migration holds the RetryManager stage: when the worker serving
+// a request fails — it cannot be reached, or its stream ends without the
+// final marker — the request is re-issued on another worker with the
+// tokens generated so far appended to the prompt and max_tokens (and
+// min_tokens) reduced by as many, so the client sees one uninterrupted
+// answer. It sits between the decoder and the router and has the engine's
+// Generate shape.
+//
+// One budget covers both failure kinds: the first attempt plus Limit
+// retries. Requests with guided decoding, n > 1 or a pinned worker are
+// never migrated, nor is anything once the request was stopped or killed,
+// nor errors a healthy worker reported.
 package migration

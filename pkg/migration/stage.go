@@ -2,9 +2,18 @@ package migration
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
+
+// ErrStopped is returned when a retry would start after the request was
+// stopped or killed.
+var ErrStopped = errors.New("migration: request is stopped or killed")
 
 // Generator is the next stage (the router): the engine's Generate shape.
 type Generator interface {
@@ -13,21 +22,217 @@ type Generator interface {
 
 // Config configures the stage for one model.
 type Config struct {
+	// Model labels the metrics and log lines.
+	Model string
 	// Limit is how many times a request may move to another worker; 0
 	// disables migration.
 	Limit int
+	// MaxSeqLen, when > 0, is the longest sequence (prompt + generated)
+	// a migration may re-issue; longer requests are not migrated.
+	MaxSeqLen int
+	// Metrics receives the migration counters; nil records nothing.
+	Metrics *Metrics
+	// Logger receives the migration log lines; nil discards.
+	Logger *slog.Logger
 }
 
 // Stage is the migration stage of one model's pipeline.
 type Stage struct {
 	next Generator
 	cfg  Config
+	log  *slog.Logger
 }
 
 // New returns the stage in front of next.
-func New(next Generator, cfg Config) *Stage { return &Stage{next: next, cfg: cfg} }
+func New(next Generator, cfg Config) *Stage {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Stage{next: next, cfg: cfg, log: log}
+}
 
-// Generate forwards the request to the next stage.
+// Limit returns the configured migration limit.
+func (s *Stage) Limit() int { return s.cfg.Limit }
+
+// effectiveLimit is the retries this request may use: 0 for guided
+// decoding, n > 1, a pinned worker, or a prompt already over MaxSeqLen.
+func (s *Stage) effectiveLimit(req *backend.Request) int {
+	limit := s.cfg.Limit
+	if limit == 0 {
+		return 0
+	}
+	so, rt := req.SamplingOptions, req.Routing
+	switch {
+	case len(so.GuidedDecoding) > 0 && string(so.GuidedDecoding) != "null":
+		s.log.Debug("migration: off for a request with guided decoding", "model", s.cfg.Model)
+		return 0
+	case so.N != nil && *so.N > 1:
+		return 0
+	case rt != nil && (rt.BackendInstanceID != nil || rt.PrefillWorkerID != nil || rt.DecodeWorkerID != nil):
+		return 0
+	case s.cfg.MaxSeqLen > 0 && len(req.TokenIDs) > s.cfg.MaxSeqLen:
+		s.cfg.Metrics.maxSeqLenExceeded(s.cfg.Model)
+		return 0
+	}
+	return limit
+}
+
+// Generate runs the request, re-issuing it on another worker when its
+// worker fails, within the request's migration budget.
 func (s *Stage) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
-	return s.next.Generate(ctx, req, emit)
+	parent, ok := runtime.FromContext(ctx)
+	limit := s.effectiveLimit(req)
+	if !ok || limit == 0 {
+		err := s.next.Generate(ctx, req, emit)
+		if Migratable(err) {
+			s.log.Warn("migration: Cannot recreate stream: migration is off for this request", "model", s.cfg.Model,
+				"limit", s.cfg.Limit, "err", err)
+		}
+		return err
+	}
+	a := &attempt{s: s, parent: parent, req: cloneRequest(req), retries: limit + 1, emit: emit}
+	return a.run()
+}
+
+// attempt is one request's migration state.
+type attempt struct {
+	s       *Stage
+	parent  *runtime.Context
+	req     *backend.Request // the request as the next attempt will send it
+	retries int              // attempts left, the current one included
+	emit    func(*backend.Output) error
+
+	finished  bool      // a terminal output reached the client
+	emitted   int       // outputs forwarded by the current attempt
+	failedAt  time.Time // when the previous attempt failed (zero: none)
+	failKind  string    // its migration_type
+	generated int       // tokens generated over all attempts
+}
+
+func (a *attempt) run() error {
+	for {
+		a.retries--
+		if a.parent.IsStopped() {
+			if !a.failedAt.IsZero() {
+				a.s.cfg.Metrics.migrationDone(a.s.cfg.Model, a.failKind, outcomeCancelled, time.Since(a.failedAt))
+			}
+			return fmt.Errorf("%w: context id %s", ErrStopped, a.parent.ID())
+		}
+		child := runtime.NewContext(a.parent, a.parent.ID())
+		a.parent.LinkChild(child)
+		a.emitted = 0
+		err := a.s.next.Generate(child, a.req, a.track)
+		child.Release()
+		if err == nil || a.finished {
+			return nil // a terminal output reached the client: nothing is lost
+		}
+		if !Migratable(err) || a.parent.IsStopped() {
+			a.giveUp(err, false)
+			return err
+		}
+		kind := TypeOngoing
+		if a.emitted == 0 && isConnectFailure(err) {
+			kind = TypeNewRequest
+		}
+		// Every failed attempt counts, the last one too (spec §4.5).
+		a.s.cfg.Metrics.migration(a.s.cfg.Model, kind)
+		if a.retries <= 0 {
+			a.giveUp(err, true)
+			return err
+		}
+		if maxTokensReached(a.req) {
+			// Every requested token was generated: end as the engine would.
+			return a.emit(backend.Length())
+		}
+		if !a.failedAt.IsZero() {
+			a.s.cfg.Metrics.migrationDone(a.s.cfg.Model, a.failKind, outcomeFailure, time.Since(a.failedAt))
+		}
+		a.failedAt, a.failKind = time.Now(), kind
+		if kind == TypeNewRequest {
+			a.s.log.Warn("migration: Creating new stream... retrying...", "model", a.s.cfg.Model, "request_id", a.parent.ID(), "retries_left", a.retries, "err", err)
+		} else {
+			a.s.log.Warn("migration: Stream disconnected... recreating stream...", "model", a.s.cfg.Model, "request_id", a.parent.ID(),
+				"generated", a.generated, "retries_left", a.retries, "err", err)
+		}
+	}
+}
+
+// giveUp logs and counts the end of a request that will not migrate again.
+func (a *attempt) giveUp(err error, exhausted bool) {
+	if !a.failedAt.IsZero() {
+		outcome := outcomeFailure
+		if a.parent.IsStopped() {
+			outcome = outcomeCancelled
+		}
+		a.s.cfg.Metrics.migrationDone(a.s.cfg.Model, a.failKind, outcome, time.Since(a.failedAt))
+	}
+	if exhausted {
+		a.s.log.Error("migration: Cannot recreate stream: Migration limit exhausted", "model", a.s.cfg.Model, "request_id", a.parent.ID(),
+			"generated", a.generated, "err", err)
+	}
+}
+
+// track forwards one output and records its tokens for a re-issue.
+func (a *attempt) track(out *backend.Output) error {
+	if a.emitted == 0 && !a.failedAt.IsZero() && len(out.TokenIDs) > 0 {
+		a.s.cfg.Metrics.migrationDone(a.s.cfg.Model, a.failKind, outcomeSuccess, time.Since(a.failedAt))
+		a.s.log.Info("migration: stream recreated", "model", a.s.cfg.Model, "request_id", a.parent.ID(), "after", time.Since(a.failedAt).Round(time.Microsecond))
+		a.failedAt = time.Time{}
+	}
+	a.emitted++
+	if n := len(out.TokenIDs); n > 0 {
+		a.generated += n
+		if a.retries > 0 {
+			a.advance(out.TokenIDs)
+		}
+	}
+	if out.IsTerminal() {
+		a.finished = true
+	}
+	return a.emit(out)
+}
+
+// advance appends generated ids to the request and lowers its budgets.
+func (a *attempt) advance(ids []uint32) {
+	if m := a.s.cfg.MaxSeqLen; m > 0 && len(a.req.TokenIDs)+len(ids) > m {
+		a.retries = 0 // too long to replay: no more migrations
+		a.s.cfg.Metrics.maxSeqLenExceeded(a.s.cfg.Model)
+		a.s.log.Info("migration: sequence over --migration-max-seq-len; no further migration", "model", a.s.cfg.Model,
+			"request_id", a.parent.ID(), "max_seq_len", m)
+		return
+	}
+	a.req.TokenIDs = append(a.req.TokenIDs, ids...)
+	sc := &a.req.StopConditions
+	if sc.MaxTokens != nil {
+		*sc.MaxTokens = subSat(*sc.MaxTokens, len(ids))
+	}
+	if sc.MinTokens != nil {
+		*sc.MinTokens = subSat(*sc.MinTokens, len(ids))
+	}
+}
+
+// maxTokensReached reports whether req asks for no more tokens.
+func maxTokensReached(req *backend.Request) bool {
+	return req.StopConditions.MaxTokens != nil && *req.StopConditions.MaxTokens == 0
+}
+
+func subSat(v uint32, n int) uint32 {
+	if uint64(n) >= uint64(v) {
+		return 0
+	}
+	return v - uint32(n)
+}
+
+// cloneRequest copies the parts of req the stage changes.
+func cloneRequest(req *backend.Request) *backend.Request {
+	r := *req
+	r.TokenIDs = append(make([]uint32, 0, len(req.TokenIDs)+64), req.TokenIDs...)
+	if req.StopConditions.MaxTokens != nil {
+		r.StopConditions.MaxTokens = backend.Ptr(*req.StopConditions.MaxTokens)
+	}
+	if req.StopConditions.MinTokens != nil {
+		r.StopConditions.MinTokens = backend.Ptr(*req.StopConditions.MinTokens)
+	}
+	return &r
 }
