@@ -108,6 +108,7 @@ type attempt struct {
 	failedAt  time.Time // when the previous attempt failed (zero: none)
 	failKind  string    // its migration_type
 	generated int       // tokens generated over all attempts
+	streamErr error     // the latest mid-stream failure: what the client gets if no retry works
 }
 
 func (a *attempt) run() error {
@@ -128,8 +129,7 @@ func (a *attempt) run() error {
 			return nil // a terminal output reached the client: nothing is lost
 		}
 		if !Migratable(err) || a.parent.IsStopped() {
-			a.giveUp(err, false)
-			return err
+			return a.giveUp(err, false)
 		}
 		kind := TypeOngoing
 		if a.emitted == 0 && isConnectFailure(err) {
@@ -138,8 +138,7 @@ func (a *attempt) run() error {
 		// Every failed attempt counts, the last one too (spec §4.5).
 		a.s.cfg.Metrics.migration(a.s.cfg.Model, kind)
 		if a.retries <= 0 {
-			a.giveUp(err, true)
-			return err
+			return a.giveUp(err, true)
 		}
 		if maxTokensReached(a.req) {
 			// Every requested token was generated: end as the engine would.
@@ -149,6 +148,9 @@ func (a *attempt) run() error {
 			a.s.cfg.Metrics.migrationDone(a.s.cfg.Model, a.failKind, outcomeFailure, time.Since(a.failedAt))
 		}
 		a.failedAt, a.failKind = time.Now(), kind
+		if kind == TypeOngoing {
+			a.streamErr = err
+		}
 		if kind == TypeNewRequest {
 			a.s.log.Warn("migration: Creating new stream... retrying...", "model", a.s.cfg.Model, "request_id", a.parent.ID(), "retries_left", a.retries, "err", err)
 		} else {
@@ -158,8 +160,10 @@ func (a *attempt) run() error {
 	}
 }
 
-// giveUp logs and counts the end of a request that will not migrate again.
-func (a *attempt) giveUp(err error, exhausted bool) {
+// giveUp ends a request that will not migrate again. After a stream
+// broke mid-answer, the client gets that failure (the original error),
+// not the error of a retry that could not start (spec §4.3).
+func (a *attempt) giveUp(err error, exhausted bool) error {
 	if !a.failedAt.IsZero() {
 		outcome := outcomeFailure
 		if a.parent.IsStopped() {
@@ -167,10 +171,19 @@ func (a *attempt) giveUp(err error, exhausted bool) {
 		}
 		a.s.cfg.Metrics.migrationDone(a.s.cfg.Model, a.failKind, outcome, time.Since(a.failedAt))
 	}
-	if exhausted {
+	migrated := a.streamErr != nil || !a.failedAt.IsZero()
+	switch {
+	case exhausted:
 		a.s.log.Error("migration: Cannot recreate stream: Migration limit exhausted", "model", a.s.cfg.Model, "request_id", a.parent.ID(),
 			"generated", a.generated, "err", err)
+	case migrated && !a.parent.IsStopped():
+		a.s.log.Error("migration: Cannot recreate stream: "+err.Error(), "model", a.s.cfg.Model, "request_id", a.parent.ID(),
+			"generated", a.generated)
 	}
+	if a.streamErr != nil {
+		return a.streamErr
+	}
+	return err
 }
 
 // track forwards one output and records its tokens for a re-issue.

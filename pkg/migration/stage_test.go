@@ -180,7 +180,7 @@ func TestRetryManagerTable(t *testing.T) {
 				return 3, streamEnded, false
 			}
 			return 0, noResponders, true
-		}, seq(101, 3), "no responders", 3, 1, 4},
+		}, seq(101, 3), runtime.MsgStreamEnded, 3, 1, 4},
 		{"ongoing indefinite stream errors", 3, request(10), func(c int) (int, error, bool) {
 			if c == 0 {
 				return 3, streamEnded, false
@@ -244,6 +244,19 @@ func equal(a, b []uint32) bool {
 		}
 	}
 	return true
+}
+
+func TestNoInstanceOnRetryGivesTheOriginalError(t *testing.T) {
+	noInstances := errors.New("router: no instances found for endpoint dynamo/backend/generate")
+	r := runStage(t, 3, request(10), &mockEngine{behave: func(c int) (int, error, bool) {
+		if c == 0 {
+			return 3, streamEnded, false
+		}
+		return 0, noInstances, true // not migratable: give up at once
+	}}, 0)
+	if r.err == nil || !strings.Contains(r.err.Error(), runtime.MsgStreamEnded) || r.eng.calls != 2 {
+		t.Fatalf("err %v after %d calls, want the original Disconnected error after 2 calls", r.err, r.eng.calls)
+	}
 }
 
 func TestContextStoppedBeforeStream(t *testing.T) {

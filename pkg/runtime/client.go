@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -214,7 +215,7 @@ func (c *Client) ReportInstanceDown(id uint64) {
 		c.inhibited[id] = until
 	}
 	c.mu.Unlock()
-	c.rt.log.Warn("runtime: instance reported down", "endpoint", c.ep.Path(), "instance_id", id)
+	c.rt.log.Warn("runtime: instance reported down", "endpoint", c.ep.Path(), "instance_id", strconv.FormatUint(id, 16))
 }
 
 // WaitForInstances blocks until at least one instance is discovered and

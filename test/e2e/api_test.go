@@ -58,7 +58,7 @@ func (r response) finishReason() string {
 
 // post sends body (an object, or raw bytes) as JSON and returns the
 // response with its body read.
-func (f *frontend) post(t *testing.T, path string, body any) (*http.Response, []byte) {
+func (f *frontend) post(t testing.TB, path string, body any) (*http.Response, []byte) {
 	t.Helper()
 	raw, ok := body.([]byte)
 	if !ok {
@@ -80,7 +80,7 @@ func (f *frontend) post(t *testing.T, path string, body any) (*http.Response, []
 }
 
 // unary sends a non-streaming request that must succeed.
-func (f *frontend) unary(t *testing.T, path string, req object) response {
+func (f *frontend) unary(t testing.TB, path string, req object) response {
 	t.Helper()
 	resp, body := f.post(t, path, req)
 	if resp.StatusCode != http.StatusOK {
@@ -110,7 +110,7 @@ type streamed struct {
 
 // stream sends a streaming request that must succeed and end with
 // data: [DONE], and reassembles it.
-func (f *frontend) stream(t *testing.T, path string, req object) streamed {
+func (f *frontend) stream(t testing.TB, path string, req object) streamed {
 	t.Helper()
 	req["stream"] = true
 	resp, body := f.post(t, path, req)
@@ -120,6 +120,13 @@ func (f *frontend) stream(t *testing.T, path string, req object) streamed {
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		t.Errorf("POST %s (stream): Content-Type %q, want text/event-stream", path, ct)
 	}
+	return reassemble(t, path, body)
+}
+
+// reassemble checks that an SSE body ends with data: [DONE] and carries
+// no error event, and reassembles it.
+func reassemble(t testing.TB, path string, body []byte) streamed {
+	t.Helper()
 	events := parseSSE(t, body)
 	if len(events) == 0 || events[len(events)-1].data != "[DONE]" {
 		t.Fatalf("POST %s (stream): does not end with data: [DONE]:\n%s", path, body)
@@ -159,7 +166,7 @@ func (f *frontend) stream(t *testing.T, path string, req object) streamed {
 type sseEvent struct{ event, data string }
 
 // parseSSE splits an event stream into its events.
-func parseSSE(t *testing.T, body []byte) []sseEvent {
+func parseSSE(t testing.TB, body []byte) []sseEvent {
 	t.Helper()
 	var out []sseEvent
 	var cur sseEvent
@@ -197,7 +204,7 @@ type apiError struct {
 
 // decodeError checks that body is exactly {"message","type","code"} with
 // code equal to the status, and returns it.
-func decodeError(t *testing.T, status int, body []byte) apiError {
+func decodeError(t testing.TB, status int, body []byte) apiError {
 	t.Helper()
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
@@ -228,7 +235,7 @@ func userChat(model, content string, maxTokens int) object {
 }
 
 // get sends a GET and returns the response with its body read.
-func (f *frontend) get(t *testing.T, path string) (*http.Response, []byte) {
+func (f *frontend) get(t testing.TB, path string) (*http.Response, []byte) {
 	t.Helper()
 	resp, err := f.http.Get(f.url + path)
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 // cluster is one deployment: a discovery back-end and a request plane
 // that every process started from it shares.
 type cluster struct {
-	t    *testing.T
+	t    testing.TB
 	args []string // --discovery-backend and --request-plane
 	env  []string // where etcd, NATS or the discovery directory are
 }
@@ -31,7 +31,7 @@ type cluster struct {
 // newCluster starts what the configuration needs: an in-process etcd for
 // etcd discovery, a temporary directory for file discovery, an in-process
 // NATS for the NATS request plane.
-func newCluster(t *testing.T, discovery, plane string) *cluster {
+func newCluster(t testing.TB, discovery, plane string) *cluster {
 	t.Helper()
 	c := &cluster{t: t, args: []string{"--discovery-backend", discovery, "--request-plane", plane}, env: []string{
 		// Advertise loopback addresses, not the machine's first interface.
@@ -59,8 +59,14 @@ func newCluster(t *testing.T, discovery, plane string) *cluster {
 // environment variables.
 func (c *cluster) startFrontend(env ...string) *frontend {
 	c.t.Helper()
+	return c.startFrontendArgs(nil, env...)
+}
+
+// startFrontendArgs is startFrontend with extra command-line flags.
+func (c *cluster) startFrontendArgs(extra []string, env ...string) *frontend {
+	c.t.Helper()
 	port := testenv.FreePort(c.t)
-	args := append([]string{"--http-host", "127.0.0.1", "--http-port", fmt.Sprint(port)}, c.args...)
+	args := append(append([]string{"--http-host", "127.0.0.1", "--http-port", fmt.Sprint(port)}, c.args...), extra...)
 	p := startProcess(c.t, "frontend", frontendBin, append(slices.Clone(c.env), env...), args...)
 	return newFrontend(c.t, p, fmt.Sprintf("http://127.0.0.1:%d", port))
 }
@@ -88,7 +94,7 @@ type process struct {
 // DYN_*, ETCD_* and NATS_* variables are dropped so that only env counts.
 // The process is stopped (SIGTERM, then SIGKILL) when the test ends, and
 // its log is printed if the test failed.
-func startProcess(t *testing.T, name, bin string, env []string, args ...string) *process {
+func startProcess(t testing.TB, name, bin string, env []string, args ...string) *process {
 	t.Helper()
 	p := &process{name: name, cmd: exec.Command(bin, args...), log: &syncBuffer{}, done: make(chan struct{})}
 	for _, kv := range os.Environ() {
@@ -180,7 +186,7 @@ type frontend struct {
 	sdk  openai.Client // the official SDK, on the same transport
 }
 
-func newFrontend(t *testing.T, p *process, url string) *frontend {
+func newFrontend(t testing.TB, p *process, url string) *frontend {
 	transport := &http.Transport{}
 	t.Cleanup(transport.CloseIdleConnections)
 	hc := &http.Client{Transport: transport, Timeout: 60 * time.Second}
@@ -199,7 +205,7 @@ func newFrontend(t *testing.T, p *process, url string) *frontend {
 
 // waitModels waits until GET /v1/models lists exactly the given models
 // and each of them answers.
-func (f *frontend) waitModels(t *testing.T, ids ...string) {
+func (f *frontend) waitModels(t testing.TB, ids ...string) {
 	t.Helper()
 	want := slices.Sorted(slices.Values(ids))
 	var got []string
@@ -238,7 +244,7 @@ func (f *frontend) waitModels(t *testing.T, ids ...string) {
 }
 
 // modelIDs returns the sorted ids GET /v1/models lists, nil on an error.
-func (f *frontend) modelIDs(t *testing.T) []string {
+func (f *frontend) modelIDs(t testing.TB) []string {
 	resp, err := f.http.Get(f.url + "/v1/models")
 	if err != nil {
 		return nil

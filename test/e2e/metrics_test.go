@@ -14,7 +14,7 @@ import (
 type metrics string
 
 // scrape fetches url (a /metrics page).
-func scrape(t *testing.T, c *http.Client, url string) metrics {
+func scrape(t testing.TB, c *http.Client, url string) metrics {
 	t.Helper()
 	resp, err := c.Get(url)
 	if err != nil {
