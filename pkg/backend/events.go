@@ -20,6 +20,7 @@ type eventPublisher struct {
 	loadSubj  string
 	log       *slog.Logger
 	warnOnce  sync.Once
+	local     map[int]*kvblock.LocalIndex // per dp rank, for KV event sources
 }
 
 func newEventPublisher(rt *runtime.DistributedRuntime, ep runtime.EndpointID, log *slog.Logger) *eventPublisher {
@@ -31,7 +32,21 @@ func newEventPublisher(rt *runtime.DistributedRuntime, ep runtime.EndpointID, lo
 	}
 }
 
-func (p *eventPublisher) PublishKVEvent(ctx context.Context, _ int, event any) error {
+func (p *eventPublisher) PublishKVEvent(ctx context.Context, dpRank int, event any) error {
+	if x := p.local[dpRank]; x != nil {
+		var ev *kvblock.RouterEvent
+		switch e := event.(type) {
+		case kvblock.RouterEvent:
+			ev = &e
+		case *kvblock.RouterEvent:
+			ev = e
+		}
+		if ev != nil {
+			if err := x.Apply(ev.Event); err != nil {
+				p.log.Warn("backend: kv event out of order in the local index", "dp_rank", dpRank, "err", err)
+			}
+		}
+	}
 	return p.publish(ctx, p.kvSubject, event)
 }
 

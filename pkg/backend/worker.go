@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/hfhub"
+	"github.com/dynamo-go/dynamo/pkg/kvblock"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -139,8 +140,15 @@ func (w *Worker) run(ctx context.Context) (err error) {
 	}
 	defer cleanup()
 
+	var local map[int]*kvblock.LocalIndex
 	if src, ok := w.engine.(KVEventSource); ok {
-		src.SetEventPublisher(newEventPublisher(w.rt, w.cfg.Endpoint, w.log))
+		pub := newEventPublisher(w.rt, w.cfg.Endpoint, w.log)
+		local = map[int]*kvblock.LocalIndex{}
+		for _, r := range src.KVEventSources() {
+			local[r] = kvblock.NewLocalIndex(w.rt.InstanceID(), uint32(r))
+		}
+		pub.local = local
+		src.SetEventPublisher(pub)
 	}
 	started := time.Now()
 	ecfg, err := w.engine.Start(ctx, w.rt.InstanceID())
@@ -188,7 +196,13 @@ func (w *Worker) run(ctx context.Context) (err error) {
 		stopServing()
 	}()
 	w.log.Info("backend: serving", "endpoint", w.cfg.Endpoint.String(), "model", ecfg.Name())
-	if err := w.rt.Endpoint(w.cfg.Endpoint).Serve(serveCtx, runtime.HandlerFunc(w.handle)); err != nil {
+	queries := w.serveLocalIndexes(serveCtx, local)
+	err = w.rt.Endpoint(w.cfg.Endpoint).Serve(serveCtx, runtime.HandlerFunc(w.handle))
+	stopServing()
+	if qerr := queries(); qerr != nil && err == nil {
+		err = qerr
+	}
+	if err != nil {
 		return fmt.Errorf("backend: serve %s: %w", w.cfg.Endpoint, err)
 	}
 	return nil
