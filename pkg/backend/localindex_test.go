@@ -21,7 +21,7 @@ type kvEngine struct {
 	id   uint64
 }
 
-func (e *kvEngine) KVEventSources() []int                  { return []int{0} }
+func (e *kvEngine) KVEventSources() []int                      { return []int{0} }
 func (e *kvEngine) SetEventPublisher(p backend.EventPublisher) { e.pub = p }
 
 func (e *kvEngine) Start(ctx context.Context, id uint64) (backend.Config, error) {
