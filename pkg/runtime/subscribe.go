@@ -1,0 +1,28 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Subscribe calls handle with every message published on subject of the
+// event plane (NATS) until ctx ends. handle runs on one goroutine, in
+// publication order per publisher; it must not block for long. Without an
+// event plane it returns ErrNoEventPlane.
+func (rt *DistributedRuntime) Subscribe(ctx context.Context, subject string, handle func(data []byte)) error {
+	if rt.nc == nil {
+		return ErrNoEventPlane
+	}
+	sub, err := rt.nc.Subscribe(subject, func(m *nats.Msg) { handle(m.Data) })
+	if err != nil {
+		return fmt.Errorf("runtime: subscribe %s: %w", subject, err)
+	}
+	if err := sub.SetPendingLimits(-1, 64<<20); err != nil {
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("runtime: subscribe %s: %w", subject, err)
+	}
+	context.AfterFunc(ctx, func() { _ = sub.Unsubscribe() })
+	return nil
+}
