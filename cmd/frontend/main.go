@@ -120,6 +120,15 @@ type flags struct {
 	migrationLimit  *int
 	migrationMaxSeq *int
 	metricsPrefix   *string
+	kvWeight        *float64
+	kvWeightAlias   *float64
+	temperature     *float64
+	kvEvents        *bool
+	noKVEvents      *bool
+	ttlSecs         *float64
+	replicaSync     *bool
+	trackBlocks     *bool
+	noTrackBlocks   *bool
 }
 
 func register(fs *flag.FlagSet, env func(string) string) *flags {
@@ -135,6 +144,15 @@ func register(fs *flag.FlagSet, env func(string) string) *flags {
 		migrationLimit:  fs.Int("migration-limit", 0, "times a broken stream may move to another worker; overrides the model cards' limit when given [env DYN_MIGRATION_LIMIT]"),
 		migrationMaxSeq: fs.Int("migration-max-seq-len", 0, "longest sequence (prompt + generated) a migration may re-issue; 0 is no bound [env DYN_MIGRATION_MAX_SEQ_LEN]"),
 		metricsPrefix:   fs.String("metrics-prefix", or(env("DYN_METRICS_PREFIX"), "dynamo_frontend"), "prefix of the metric names [env DYN_METRICS_PREFIX]"),
+		kvWeight:        fs.Float64("kv-overlap-score-weight", 1.0, "router mode kv: weight of cached prefix blocks against load [env DYN_KV_OVERLAP_SCORE_WEIGHT]"),
+		kvWeightAlias:   fs.Float64("router-kv-overlap-score-weight", 1.0, "same as --kv-overlap-score-weight"),
+		temperature:     fs.Float64("router-temperature", 0, "router mode kv: 0 picks the cheapest worker, > 0 samples by softmax over costs [env DYN_ROUTER_TEMPERATURE]"),
+		kvEvents:        fs.Bool("kv-events", true, "router mode kv: follow the workers' KV events (needs NATS) [env DYN_KV_EVENTS]"),
+		noKVEvents:      fs.Bool("no-kv-events", false, "router mode kv: route without KV events (approximate mode: routing decisions stand in for them)"),
+		ttlSecs:         fs.Float64("router-ttl-secs", 120, "approximate mode: seconds a routed prompt counts as cached [env DYN_ROUTER_TTL_SECS]"),
+		replicaSync:     fs.Bool("router-replica-sync", false, "router mode kv: share active load with the other frontends over NATS [env DYN_ROUTER_REPLICA_SYNC]"),
+		trackBlocks:     fs.Bool("track-active-blocks", true, "router mode kv: count the blocks of active requests as load [env DYN_ROUTER_TRACK_ACTIVE_BLOCKS]"),
+		noTrackBlocks:   fs.Bool("no-track-active-blocks", false, "same as --track-active-blocks=false"),
 	}
 }
 
@@ -184,10 +202,69 @@ func (f *flags) config(set map[string]bool) (cfg frontend.Config, addr, tlsCert,
 		}
 	}
 	switch *f.routerMode {
-	case frontend.RouterRoundRobin, frontend.RouterRandom:
+	case frontend.RouterRoundRobin, frontend.RouterRandom, frontend.RouterKV:
 	default:
-		errs = append(errs, fmt.Errorf("--router-mode %q: want round-robin or random", *f.routerMode))
+		errs = append(errs, fmt.Errorf("--router-mode %q: want round-robin, random or kv", *f.routerMode))
 	}
+	floatFrom := func(names []string, envNames []string, v *float64) *float64 {
+		for _, n := range names {
+			if set[n] {
+				return v
+			}
+		}
+		for _, e := range envNames {
+			if s := f.env(e); s != "" {
+				x, err := strconv.ParseFloat(s, 64)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s=%q: not a number", e, s))
+				}
+				return &x
+			}
+		}
+		return nil
+	}
+	weight := floatFrom([]string{"kv-overlap-score-weight"}, []string{"DYN_KV_OVERLAP_SCORE_WEIGHT", "DYN_ROUTER_KV_OVERLAP_SCORE_WEIGHT", "DYN_OVERLAP_SCORE_WEIGHT"}, f.kvWeight)
+	if set["router-kv-overlap-score-weight"] {
+		weight = f.kvWeightAlias
+	}
+	if weight != nil && *weight < 0 {
+		errs = append(errs, fmt.Errorf("--kv-overlap-score-weight %v: must not be negative", *weight))
+	}
+	cfg.KV.OverlapScoreWeight = weight
+	if t := floatFrom([]string{"router-temperature"}, []string{"DYN_ROUTER_TEMPERATURE"}, f.temperature); t != nil {
+		if *t < 0 {
+			errs = append(errs, fmt.Errorf("--router-temperature %v: must not be negative", *t))
+		}
+		cfg.KV.Temperature = *t
+	}
+	boolEnv := func(flagName, envName string, v *bool) bool {
+		if set[flagName] {
+			return *v
+		}
+		if s := strings.ToLower(f.env(envName)); s != "" {
+			switch s {
+			case "1", "true", "yes", "on":
+				return true
+			case "0", "false", "no", "off":
+				return false
+			}
+			errs = append(errs, fmt.Errorf("%s=%q: want true or false", envName, s))
+		}
+		return *v
+	}
+	events := boolEnv("kv-events", "DYN_KV_EVENTS", f.kvEvents)
+	if f.env("DYN_ROUTER_USE_KV_EVENTS") != "" && !set["kv-events"] {
+		events = boolEnv("kv-events", "DYN_ROUTER_USE_KV_EVENTS", f.kvEvents)
+	}
+	cfg.KV.NoEvents = !events || *f.noKVEvents
+	if ttl := floatFrom([]string{"router-ttl-secs"}, []string{"DYN_ROUTER_TTL_SECS"}, f.ttlSecs); ttl != nil {
+		if *ttl <= 0 {
+			errs = append(errs, fmt.Errorf("--router-ttl-secs %v: must be positive", *ttl))
+		}
+		cfg.KV.TTL = time.Duration(*ttl * float64(time.Second))
+	}
+	cfg.KV.ReplicaSync = boolEnv("router-replica-sync", "DYN_ROUTER_REPLICA_SYNC", f.replicaSync)
+	cfg.KV.NoTrackActiveBlocks = !boolEnv("track-active-blocks", "DYN_ROUTER_TRACK_ACTIVE_BLOCKS", f.trackBlocks) || *f.noTrackBlocks
 	cfg.Namespace = *f.namespace
 	cfg.RouterMode = *f.routerMode
 	cfg.KVCacheBlockSize = intFrom("kv-cache-block-size", "DYN_KV_CACHE_BLOCK_SIZE", f.blockSize)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFlagsAndEnv(t *testing.T) {
@@ -29,6 +30,28 @@ func TestFlagsAndEnv(t *testing.T) {
 	}
 }
 
+func TestKVFlags(t *testing.T) {
+	fs, f := newFlags(map[string]string{"DYN_ROUTER_TEMPERATURE": "0.5"})
+	if err := fs.Parse([]string{"--router-mode", "kv", "--kv-overlap-score-weight", "0", "--no-kv-events", "--router-ttl-secs", "30", "--no-track-active-blocks"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, _, _, err := f.config(visited(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := cfg.KV
+	if cfg.RouterMode != "kv" || kv.OverlapScoreWeight == nil || *kv.OverlapScoreWeight != 0 || kv.Temperature != 0.5 ||
+		!kv.NoEvents || kv.TTL != 30*time.Second || !kv.NoTrackActiveBlocks || kv.ReplicaSync {
+		t.Errorf("kv config %+v (weight %v)", kv, kv.OverlapScoreWeight)
+	}
+	fs, f = newFlags(nil)
+	_ = fs.Parse(nil)
+	cfg, _, _, _, _ = f.config(visited(fs))
+	if cfg.KV.OverlapScoreWeight != nil || cfg.KV.NoEvents || cfg.KV.NoTrackActiveBlocks {
+		t.Errorf("defaults: %+v", cfg.KV)
+	}
+}
+
 func TestBadValuesExit2WithAClearMessage(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -37,7 +60,9 @@ func TestBadValuesExit2WithAClearMessage(t *testing.T) {
 	}{
 		{[]string{"--http-port", "x"}, nil, "invalid value"},
 		{[]string{"--http-port", "70000"}, nil, "out of range"},
-		{[]string{"--router-mode", "kv"}, nil, "round-robin or random"},
+		{[]string{"--router-mode", "bogus"}, nil, "round-robin, random or kv"},
+		{[]string{"--router-temperature", "-1"}, nil, "must not be negative"},
+		{nil, map[string]string{"DYN_KV_EVENTS": "maybe"}, "DYN_KV_EVENTS"},
 		{[]string{"--tls-cert-path", "/nonexistent.pem"}, nil, "must be given together"},
 		{[]string{"--migration-limit", "-1"}, nil, "out of range"},
 		{nil, map[string]string{"DYN_HTTP_BODY_LIMIT_MB": "lots"}, "DYN_HTTP_BODY_LIMIT_MB"},

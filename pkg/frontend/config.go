@@ -21,8 +21,11 @@ const (
 type Config struct {
 	// Namespace restricts discovery to one namespace; "" watches all.
 	Namespace string
-	// RouterMode picks workers: RouterRoundRobin (default) or RouterRandom.
+	// RouterMode picks workers: RouterRoundRobin (default), RouterRandom or
+	// RouterKV.
 	RouterMode string
+	// KV configures RouterKV.
+	KV KVConfig
 	// MigrationLimit overrides the model cards' migration_limit when set.
 	MigrationLimit *int
 	// MigrationMaxSeqLen bounds the sequences migration may re-issue; 0 is

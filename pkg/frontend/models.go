@@ -25,6 +25,7 @@ type model struct {
 	pipeline preprocessor.Generator
 	workers  *modelInstances
 	keys     map[string]bool
+	kv       *kvModel // KV routing state, in router mode kv
 }
 
 // ready reports whether a worker can take the model's requests now: a
@@ -164,6 +165,7 @@ func (s *Service) addCard(ctx context.Context, key string, value []byte) {
 		s.models.byKey[key] = m
 		s.models.mu.Unlock()
 		m.workers.add(rec.InstanceID)
+		m.kv.workerJoined(rec.InstanceID)
 		s.log.Info("frontend: worker joined model", "model", m.name, "workers", len(m.keys))
 		return
 	}
@@ -176,6 +178,7 @@ func (s *Service) addCard(ctx context.Context, key string, value []byte) {
 	}
 	m.keys[key] = true
 	m.workers.add(rec.InstanceID)
+	m.kv.workerJoined(rec.InstanceID)
 	s.models.mu.Lock()
 	for _, n := range card.Names() {
 		if other := s.models.names[n]; other != nil && other != m {
@@ -209,8 +212,10 @@ func (s *Service) removeCard(key string) {
 	}
 	delete(s.models.byKey, key)
 	delete(m.keys, key)
+	var left uint64
 	if p, err := modelcard.ParseKey(key); err == nil {
 		m.workers.remove(p.InstanceID)
+		left = p.InstanceID
 	}
 	last := len(m.keys) == 0
 	if last {
@@ -222,7 +227,11 @@ func (s *Service) removeCard(key string) {
 		}
 	}
 	s.models.mu.Unlock()
+	if left != 0 {
+		m.kv.workerLeft(left)
+	}
 	if last {
+		m.kv.close()
 		s.metrics.RemoveModel(m.name)
 		s.log.Info("frontend: model removed: its last worker left", "model", m.name)
 	} else {
@@ -260,11 +269,19 @@ func (s *Service) buildModel(ctx context.Context, card *modelcard.Card, ep runti
 	}
 	workers := newModelInstances(client)
 	push := router.New(workers, policy, s.log)
-	mig := migration.New(push.Engine(), migration.Config{
+	var next migration.Generator = push.Engine()
+	var kvm *kvModel
+	if s.cfg.RouterMode == RouterKV {
+		if kvm, err = s.newKVModel(card, ep, push.Engine()); err != nil {
+			return nil, fmt.Errorf("kv router: %w", err)
+		}
+		next = kvm.router
+	}
+	mig := migration.New(next, migration.Config{
 		Model: card.DisplayName, Limit: s.migrationLimit(card), MaxSeqLen: s.cfg.MigrationMaxSeqLen,
 		Metrics: s.migMet, Logger: s.log,
 	})
-	return &model{name: card.DisplayName, card: card, pre: pre, pipeline: mig, workers: workers, keys: map[string]bool{}}, nil
+	return &model{name: card.DisplayName, card: card, pre: pre, pipeline: mig, workers: workers, keys: map[string]bool{}, kv: kvm}, nil
 }
 
 // instances returns every discovered worker instance of every model.

@@ -55,6 +55,9 @@ type healthBody struct {
 	Endpoints                []string `json:"endpoints,omitempty"`
 	Instances                []any    `json:"instances,omitempty"`
 	InitialDiscoveryComplete *bool    `json:"initial_discovery_complete,omitempty"`
+	// KVRouting gives each model's KV routing mode (router mode kv):
+	// "events", or "approximate (no KV events: ...)" when it fell back.
+	KVRouting map[string]string `json:"kv_routing,omitempty"`
 }
 
 // handleLive answers 200 while the service runs, 503 once it shuts down.
@@ -84,6 +87,19 @@ func (s *Service) handleHealth(w http.ResponseWriter, _ *http.Request) {
 	}
 	for _, in := range s.instances() {
 		body.Instances = append(body.Instances, in)
+	}
+	for _, m := range s.models.list() {
+		if m.kv == nil {
+			continue
+		}
+		if body.KVRouting == nil {
+			body.KVRouting = map[string]string{}
+		}
+		mode := m.kv.mode
+		if m.kv.degraded.Load() {
+			mode += " (no KV events: the event plane needs NATS, --request-plane nats)"
+		}
+		body.KVRouting[m.name] = mode
 	}
 	writeJSON(w, http.StatusOK, body)
 }

@@ -27,6 +27,7 @@ type Service struct {
 	registry *prometheus.Registry
 	metrics  *Metrics
 	migMet   *migration.Metrics
+	kv       *kvShared // KV routing metrics (router mode kv)
 	clock    func() time.Time
 	models   *registry
 	handler  http.Handler
@@ -42,9 +43,9 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	}
 	cfg = cfg.withDefaults()
 	switch cfg.RouterMode {
-	case RouterRoundRobin, RouterRandom:
+	case RouterRoundRobin, RouterRandom, RouterKV:
 	default:
-		return nil, fmt.Errorf("frontend: unknown router mode %q (want %s or %s)", cfg.RouterMode, RouterRoundRobin, RouterRandom)
+		return nil, fmt.Errorf("frontend: unknown router mode %q (want %s, %s or %s)", cfg.RouterMode, RouterRoundRobin, RouterRandom, RouterKV)
 	}
 	s := &Service{cfg: cfg, rt: deps.Runtime, log: deps.Logger, registry: deps.Registry, clock: deps.Clock, models: newRegistry()}
 	if s.log == nil {
@@ -64,6 +65,11 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if s.migMet, err = migration.NewMetrics(s.registry, sanitizeMetricsPrefix(cfg.MetricsPrefix)); err != nil {
 		return nil, fmt.Errorf("frontend: metrics: %w", err)
 	}
+	if cfg.RouterMode == RouterKV {
+		if s.kv, err = newKVShared(s.registry); err != nil {
+			return nil, fmt.Errorf("frontend: metrics: %w", err)
+		}
+	}
 	s.handler = s.routes(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	return s, nil
 }
@@ -80,7 +86,13 @@ func (s *Service) Run(ctx context.Context, ln net.Listener, tlsCert, tlsKey stri
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	watchDone := make(chan error, 1)
 	go func() { watchDone <- s.watchModels(watchCtx) }()
-	defer func() { stopWatch(); <-watchDone }()
+	defer func() {
+		stopWatch()
+		<-watchDone
+		for _, m := range s.models.list() {
+			m.kv.close()
+		}
+	}()
 
 	srv := &http.Server{
 		Handler:           s.handler,

@@ -440,11 +440,19 @@ func TestModelsComeAndGoWithWorkers(t *testing.T) {
 	}
 	s.stopWorker("demo-a")
 	s.waitModels(t, func(ids []string) bool { return !contains(ids, "demo-a") && contains(ids, "demo-b") })
+	// The model leaves /v1/models as soon as its worker cannot answer; its
+	// card's removal follows, and with it the 404 and the gauges' removal.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		gone := !strings.Contains(string(s.get(t, "/metrics").body), `dynamo_frontend_model_context_length{model="demo-a"}`)
+		if gone {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the removed model's gauges are still exported")
+		}
+	}
 	if r := s.post(t, "/v1/chat/completions", `{"model":"demo-a","messages":[{"role":"user","content":"x"}]}`); r.status != 404 {
 		t.Errorf("removed model answered %d %s", r.status, r.body)
-	}
-	if r := s.get(t, "/metrics"); strings.Contains(string(r.body), `dynamo_frontend_model_context_length{model="demo-a"}`) {
-		t.Errorf("the removed model's gauges are still exported")
 	}
 }
 

@@ -28,13 +28,42 @@ func (r *PushRouter) Engine() *Engine { return &Engine{r: r} }
 // Generate sends req to one worker and streams its outputs to emit. ctx
 // must carry the request's runtime.Context (runtime.FromContext).
 func (e *Engine) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
+	if req.Routing != nil && req.Routing.BackendInstanceID != nil {
+		return e.GenerateOn(ctx, *req.Routing.BackendInstanceID, req, emit)
+	}
+	rc, payload, decode, err := e.prepare(ctx, req, emit)
+	if err != nil {
+		return err
+	}
+	return e.r.Generate(rc, payload, decode)
+}
+
+// GenerateOn sends req to instance id, which must be available (a policy
+// outside the router chose it, e.g. the KV router).
+func (e *Engine) GenerateOn(ctx context.Context, id uint64, req *backend.Request, emit func(*backend.Output) error) error {
+	avail := e.r.src.Available()
+	slices.Sort(avail)
+	if _, found := slices.BinarySearch(avail, id); !found {
+		return fmt.Errorf("%w: instance %d (%x) does not serve %s", ErrTargetUnavailable, id, id, e.r.src.Endpoint().Path())
+	}
+	rc, payload, decode, err := e.prepare(ctx, req, emit)
+	if err != nil {
+		return err
+	}
+	return e.r.Direct(rc, id, payload, decode)
+}
+
+// Available returns the instances requests can go to now.
+func (e *Engine) Available() []uint64 { return e.r.src.Available() }
+
+func (e *Engine) prepare(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) (*runtime.Context, []byte, func([]byte) error, error) {
 	rc, ok := runtime.FromContext(ctx)
 	if !ok {
-		return ErrNoRequestContext
+		return nil, nil, nil, ErrNoRequestContext
 	}
 	payload, err := json.Marshal(req)
 	if err != nil {
-		return fmt.Errorf("router: encode request: %w", err)
+		return nil, nil, nil, fmt.Errorf("router: encode request: %w", err)
 	}
 	decode := func(item []byte) error {
 		var out backend.Output
@@ -43,14 +72,5 @@ func (e *Engine) Generate(ctx context.Context, req *backend.Request, emit func(*
 		}
 		return emit(&out)
 	}
-	if req.Routing != nil && req.Routing.BackendInstanceID != nil {
-		id := *req.Routing.BackendInstanceID
-		avail := e.r.src.Available()
-		slices.Sort(avail)
-		if _, found := slices.BinarySearch(avail, id); !found {
-			return fmt.Errorf("%w: instance %d (%x) does not serve %s", ErrTargetUnavailable, id, id, e.r.src.Endpoint().Path())
-		}
-		return e.r.Direct(rc, id, payload, decode)
-	}
-	return e.r.Generate(rc, payload, decode)
+	return rc, payload, decode, nil
 }

@@ -1,0 +1,284 @@
+// Indexer design notes (spec §3.1–3.4).
+//
+// The Indexer is one radix tree shared by all workers plus, per
+// (worker, dp rank), a lookup from the engine's block hash to the tree
+// node. It is a library with no goroutines: every call does its work on the
+// caller's goroutine, and Run only blocks until its context ends (it exists
+// so the indexer composes like the other owners).
+//
+// Locking is fine-grained so that different workers' events and
+// FindMatches proceed in parallel:
+//
+//   - Every (worker, dp rank) has its own mutex (workerState.mu) that
+//     serialises that worker's events, ClearWorker and RemoveWorker. It
+//     guards the worker's lookup map, which nobody else touches, so the
+//     per-block map work of different workers never contends.
+//   - Every tree node has its own sync.RWMutex guarding its children and
+//     its worker set. Writers hold at most one node lock at a time while
+//     walking (hand-over-hand without overlap: add the worker to the node,
+//     find or attach the next child, release, move on), so writers of
+//     different workers only meet on the shared prefix nodes they both
+//     touch, for the few tens of nanoseconds a set insert takes. The one
+//     place that holds two node locks is pruning an emptied node from its
+//     parent, and it always locks parent before child.
+//   - FindMatches takes read locks only, one node at a time. Per level it
+//     compares the node's worker count and a 64-bit XOR fingerprint of its
+//     worker set with the active set's; only when they differ (a worker
+//     stops matching) does it intersect the sets. A query therefore costs
+//     one map lookup, one RLock/RUnlock and two word compares per block,
+//     plus one pass over the workers that drop out, and allocates only its
+//     result maps (scratch space is pooled).
+//   - A small registry (RWMutex) maps Worker to its state and to a dense
+//     index; node worker sets are sorted []uint32 of those indexes. Indexes
+//     are never reused, so a stale index left in an unreachable node can
+//     never be mistaken for a new worker.
+//
+// A global lock would serialise every event and query; a single owner
+// goroutine (the reference KvIndexer) adds a channel hop per call and
+// cannot use a second core. The reference ThreadPoolIndexer shards writes
+// onto sticky threads; here the caller's goroutines play that role: apply
+// different workers' events from different goroutines (for example one per
+// worker, or a fixed pool sharded by worker id) and they proceed in
+// parallel. One worker's events must be applied in order by the caller (the
+// event plane delivers them in order); Apply serialises concurrent calls
+// for the same worker but cannot know their intended order.
+//
+// Consistency: FindMatches sees every node atomically but an event is not
+// atomic as a whole, so a query racing with a stored event may see a
+// prefix of it. That is the reference's behaviour too and harmless for
+// routing.
+//
+// Go-port choices (deviations from the E1 reference, all invisible for
+// engine-produced event streams): nodes that lose their last worker are
+// unlinked from their parent instead of lingering (spec §3.1 allows it);
+// reusing a node from the worker's lookup is refused with
+// ErrInvalidBlockSequence when it is the current node or one of its
+// ancestors (the reference only catches the current node, and would build
+// a cycle otherwise), and a lookup node that is still linked elsewhere is
+// not linked a second time (a fresh node is made, so the tree stays a
+// tree); a worker whose lookup entry for a hash is re-pointed to another
+// node leaves the old node (the reference leaves it there forever);
+// scores are the exact contiguous prefix depth of each worker even when a
+// worker is missing from a middle block (the reference's set-size
+// shortcut assumes that never happens); Cleared clears the emitting
+// (worker, dp rank) only (E2), like ClearWorker.
+
+package kv
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dynamo-go/dynamo/pkg/kvblock"
+)
+
+// Worker is a KV cache owner: an instance id and a data-parallel rank.
+type Worker struct {
+	// ID is the worker's discovery (lease) instance id.
+	ID uint64
+	// DPRank is the data-parallel rank within the worker.
+	DPRank uint32
+}
+
+// OverlapScores is the result of a prefix match (spec §3.2).
+type OverlapScores struct {
+	// Scores holds, for each worker that caches at least the request's
+	// first block, the number of leading blocks of the request it caches
+	// (a contiguous prefix).
+	Scores map[Worker]uint32
+	// TreeSizes holds the total number of blocks each scored worker
+	// caches, as a tie-breaker.
+	TreeSizes map[Worker]int
+}
+
+// IndexerOptions configures NewIndexer. The zero value is valid.
+type IndexerOptions struct {
+	// Metrics receives the event counters and the size gauge; nil records
+	// nothing.
+	Metrics *IndexerMetrics
+}
+
+// Indexer is the radix tree of spec §3.1 over all workers' cached blocks,
+// fed by their KV events and queried with FindMatches. It is safe for
+// concurrent use: one worker's events are applied in the order Apply is
+// called for it; events of different workers and FindMatches proceed in
+// parallel (see the design notes at the top of indexer.go).
+type Indexer struct {
+	metrics *IndexerMetrics
+	root    *node
+	total   atomic.Int64 // sum of all lookup sizes
+
+	regMu   sync.RWMutex
+	byKey   map[Worker]*workerState
+	byIndex []*workerState // nil once removed; indexes are never reused
+}
+
+// workerState is one (worker, dp rank): its lookup from block hash to tree
+// node and its index in the node worker sets.
+type workerState struct {
+	w   Worker
+	idx uint32
+	fp  uint64 // fingerprint(idx), cached
+
+	mu      sync.Mutex // serialises this worker's mutations; guards lookup and removed
+	lookup  map[uint64]*node
+	removed bool
+	size    atomic.Int64 // len(lookup), readable without mu
+}
+
+// NewIndexer returns an empty indexer.
+func NewIndexer(opts IndexerOptions) *Indexer {
+	return &Indexer{
+		metrics: opts.Metrics,
+		root:    &node{},
+		byKey:   make(map[Worker]*workerState),
+	}
+}
+
+// Run blocks until ctx ends and returns nil. The indexer owns no
+// goroutines (all work happens on the callers' goroutines); Run exists so
+// it composes with the other owners.
+func (x *Indexer) Run(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
+// Apply applies one worker event (spec §3.1) on the caller's goroutine and
+// returns once it is visible to FindMatches. The event's worker is
+// registered even when the event fails. It returns an error matching
+// ErrParentBlockNotFound (the stored event was skipped),
+// ErrInvalidBlockSequence (the blocks before the offending one were
+// applied), ErrBlockNotFound (the first missing hash of a removed event;
+// the others were removed), an error wrapping kvblock.ErrBadEvent for an
+// event without data, or ctx's error if ctx has ended.
+func (x *Indexer) Apply(ctx context.Context, ev kvblock.RouterEvent) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d := ev.Event.Data
+	kind := d.Kind()
+	if kind == "" {
+		return fmt.Errorf("kv: apply: %w: no event data", kvblock.ErrBadEvent)
+	}
+	ws := x.lockWorker(Worker{ID: ev.WorkerID, DPRank: ev.Event.DPRank})
+	before := ws.size.Load()
+	var err error
+	switch {
+	case d.Stored != nil:
+		err = x.store(ws, d.Stored)
+	case d.Removed != nil:
+		err = x.remove(ws, d.Removed.BlockHashes)
+	default:
+		x.clear(ws)
+	}
+	x.total.Add(ws.size.Load() - before)
+	ws.mu.Unlock()
+	x.metrics.applied(kind, err)
+	x.metrics.setSize(x.total.Load())
+	if err != nil {
+		return fmt.Errorf("%w (worker %d, dp rank %d, event %d)", err, ev.WorkerID, ev.Event.DPRank, ev.Event.EventID)
+	}
+	return nil
+}
+
+// RemoveWorker forgets every dp rank of worker id: its blocks leave the
+// tree and it is no longer registered.
+func (x *Indexer) RemoveWorker(id uint64) {
+	x.regMu.RLock()
+	var states []*workerState
+	for w, ws := range x.byKey {
+		if w.ID == id {
+			states = append(states, ws)
+		}
+	}
+	x.regMu.RUnlock()
+	for _, ws := range states {
+		ws.mu.Lock()
+		if ws.removed {
+			ws.mu.Unlock()
+			continue
+		}
+		before := ws.size.Load()
+		x.clear(ws)
+		x.total.Add(-before)
+		ws.removed = true
+		x.regMu.Lock()
+		delete(x.byKey, ws.w)
+		x.byIndex[ws.idx] = nil
+		x.regMu.Unlock()
+		ws.mu.Unlock()
+	}
+	x.metrics.setSize(x.total.Load())
+}
+
+// ClearWorker drops every block of w (one dp rank) and keeps w registered
+// with nothing cached, as a Cleared event does.
+func (x *Indexer) ClearWorker(w Worker) {
+	ws := x.lockWorker(w)
+	before := ws.size.Load()
+	x.clear(ws)
+	x.total.Add(-before)
+	ws.mu.Unlock()
+	x.metrics.setSize(x.total.Load())
+}
+
+// Workers returns the registered workers sorted by id, then dp rank.
+func (x *Indexer) Workers() []Worker {
+	x.regMu.RLock()
+	out := make([]Worker, 0, len(x.byKey))
+	for w := range x.byKey {
+		out = append(out, w)
+	}
+	x.regMu.RUnlock()
+	slices.SortFunc(out, cmpWorker)
+	return out
+}
+
+// Size returns the number of cached blocks summed over all workers (the
+// sum of their lookup sizes).
+func (x *Indexer) Size() int { return int(x.total.Load()) }
+
+// lockWorker returns w's state, registering it if needed, with its mutex
+// held.
+func (x *Indexer) lockWorker(w Worker) *workerState {
+	for {
+		ws := x.worker(w)
+		ws.mu.Lock()
+		if !ws.removed {
+			return ws
+		}
+		ws.mu.Unlock() // removed meanwhile: register afresh
+	}
+}
+
+// worker returns w's state, registering it if needed.
+func (x *Indexer) worker(w Worker) *workerState {
+	x.regMu.RLock()
+	ws := x.byKey[w]
+	x.regMu.RUnlock()
+	if ws != nil {
+		return ws
+	}
+	x.regMu.Lock()
+	defer x.regMu.Unlock()
+	if ws = x.byKey[w]; ws != nil {
+		return ws
+	}
+	idx := uint32(len(x.byIndex))
+	ws = &workerState{w: w, idx: idx, fp: fingerprint(idx), lookup: make(map[uint64]*node)}
+	x.byKey[w] = ws
+	x.byIndex = append(x.byIndex, ws)
+	return ws
+}
+
+// cmpWorker orders workers by id, then dp rank.
+func cmpWorker(a, b Worker) int {
+	if c := cmp.Compare(a.ID, b.ID); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.DPRank, b.DPRank)
+}

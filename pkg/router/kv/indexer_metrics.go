@@ -1,0 +1,92 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dynamo-go/dynamo/pkg/kvblock"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Status label values of the events-applied counter (spec §3.1).
+const (
+	statusOK                  = "ok"
+	statusParentBlockNotFound = "parent_block_not_found"
+	statusBlockNotFound       = "block_not_found"
+	statusInvalidBlock        = "invalid_block"
+)
+
+// IndexerMetrics are the indexer's Prometheus metrics. A nil
+// *IndexerMetrics is valid and records nothing. Safe for concurrent use.
+type IndexerMetrics struct {
+	// counters[kind][status], resolved once so Apply does no label lookups.
+	counters map[string]map[string]prometheus.Counter
+	size     prometheus.Gauge
+}
+
+// NewIndexerMetrics builds the indexer metrics and registers them on reg.
+// prefix starts the names ("" means "dynamo"):
+//
+//	{prefix}_kv_cache_events_applied  counter, labels event_type (stored, removed, cleared)
+//	                                  and status (ok, parent_block_not_found, block_not_found, invalid_block)
+//	{prefix}_kv_indexer_blocks        gauge, blocks cached over all workers (Indexer.Size)
+//
+// It fails if reg is nil or registration fails (for example because the
+// names are taken).
+func NewIndexerMetrics(reg prometheus.Registerer, prefix string) (*IndexerMetrics, error) {
+	if reg == nil {
+		return nil, fmt.Errorf("kv: NewIndexerMetrics: nil prometheus.Registerer")
+	}
+	if prefix == "" {
+		prefix = "dynamo"
+	}
+	applied := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: prefix + "_kv_cache_events_applied",
+		Help: "KV cache events applied to the router's indexer, by event type and outcome.",
+	}, []string{"event_type", "status"})
+	size := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: prefix + "_kv_indexer_blocks",
+		Help: "Blocks cached over all workers as known to the router's indexer.",
+	})
+	for _, c := range []prometheus.Collector{applied, size} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("kv: indexer metrics: %w", err)
+		}
+	}
+	m := &IndexerMetrics{counters: map[string]map[string]prometheus.Counter{}, size: size}
+	for _, kind := range []string{kvblock.KindStored, kvblock.KindRemoved, kvblock.KindCleared} {
+		m.counters[kind] = map[string]prometheus.Counter{}
+		for _, st := range []string{statusOK, statusParentBlockNotFound, statusBlockNotFound, statusInvalidBlock} {
+			m.counters[kind][st] = applied.WithLabelValues(kind, st)
+		}
+	}
+	return m, nil
+}
+
+// applied counts one applied event of kind with outcome err.
+func (m *IndexerMetrics) applied(kind string, err error) {
+	if m == nil {
+		return
+	}
+	st := statusOK
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrParentBlockNotFound):
+		st = statusParentBlockNotFound
+	case errors.Is(err, ErrBlockNotFound):
+		st = statusBlockNotFound
+	case errors.Is(err, ErrInvalidBlockSequence):
+		st = statusInvalidBlock
+	default:
+		return
+	}
+	m.counters[kind][st].Inc()
+}
+
+// setSize sets the size gauge.
+func (m *IndexerMetrics) setSize(n int64) {
+	if m == nil {
+		return
+	}
+	m.size.Set(float64(n))
+}

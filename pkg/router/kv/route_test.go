@@ -1,0 +1,137 @@
+package kv
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/kvblock"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+)
+
+// fakeTarget records where requests went and answers with one token.
+type fakeTarget struct {
+	workers []uint64
+	mu      sync.Mutex
+	sent    []uint64
+	during  func() // called while a request is "generating"
+}
+
+func (f *fakeTarget) Available() []uint64 { return f.workers }
+func (f *fakeTarget) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
+	return f.GenerateOn(ctx, *req.Routing.BackendInstanceID, req, emit)
+}
+func (f *fakeTarget) GenerateOn(_ context.Context, id uint64, req *backend.Request, emit func(*backend.Output) error) error {
+	f.mu.Lock()
+	f.sent = append(f.sent, id)
+	f.mu.Unlock()
+	if err := emit(backend.Tokens(1)); err != nil {
+		return err
+	}
+	if f.during != nil {
+		f.during()
+	}
+	return emit(backend.Length(2))
+}
+
+func newTestRouter(t *testing.T, idx *Indexer, tgt *fakeTarget) (*Router, *Sequences) {
+	t.Helper()
+	sched, err := NewScheduler(DefaultSchedulerConfig(4), SchedulerDeps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs, err := NewSequences(DefaultSequencesConfig(4), SequencesDeps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewRouter(RouterConfig{BlockSize: 4}, RouterDeps{Next: tgt, Matcher: idx, Scheduler: sched, Sequences: seqs}), seqs
+}
+
+// cache tells idx that worker w holds the full blocks of tokens.
+func cache(t *testing.T, idx *Indexer, w uint64, tokens []uint32) {
+	t.Helper()
+	local := kvblock.LocalHashes(tokens, 4)
+	seq := kvblock.SeqHashes(local)
+	var blocks []kvblock.StoredBlock
+	for i := range local {
+		blocks = append(blocks, kvblock.StoredBlock{BlockHash: seq[i], TokensHash: local[i]})
+	}
+	ev := kvblock.RouterEvent{WorkerID: w, Event: kvblock.KVCacheEvent{Data: kvblock.Stored(nil, blocks...)}}
+	if err := idx.Apply(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tokens(n int, salt uint32) []uint32 {
+	out := make([]uint32, n)
+	for i := range out {
+		out[i] = salt*1000 + uint32(i)
+	}
+	return out
+}
+
+func route(t *testing.T, r *Router, id string, toks []uint32) Decision {
+	t.Helper()
+	var d Decision
+	rc := runtime.NewContext(context.Background(), id)
+	defer rc.Release()
+	req := &backend.Request{TokenIDs: toks, StopConditions: backend.StopConditions{MaxTokens: backend.Ptr(uint32(2))}}
+	if err := r.Generate(WithDecision(rc, &d), req, func(*backend.Output) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestRouterFollowsTheCachedPrefix(t *testing.T) {
+	idx := NewIndexer(IndexerOptions{})
+	tgt := &fakeTarget{workers: []uint64{1, 2, 3}}
+	r, _ := newTestRouter(t, idx, tgt)
+	long := tokens(64, 7)
+	cache(t, idx, 2, long[:48]) // worker 2 holds the first 12 blocks
+	for i := range 5 {
+		d := route(t, r, "req-"+string(rune('a'+i)), append(append([]uint32{}, long...), tokens(8, uint32(10+i))...))
+		if d.Worker.ID != 2 || d.OverlapBlocks != 12 || d.PromptBlocks != 18 {
+			t.Fatalf("request %d: decision %+v, want worker 2 with 12 of 18 blocks cached", i, d)
+		}
+	}
+}
+
+func TestRouterSpreadsLoadWithoutOverlap(t *testing.T) {
+	idx := NewIndexer(IndexerOptions{})
+	tgt := &fakeTarget{workers: []uint64{1, 2}}
+	r, seqs := newTestRouter(t, idx, tgt)
+	// While the first request is generating, a second unrelated one must
+	// go to the other, idle worker: the first one's load is tracked.
+	var second Decision
+	tgt.during = func() {
+		tgt.during = nil
+		if seqs.Active() != 1 {
+			t.Errorf("active requests %d, want 1", seqs.Active())
+		}
+		second = route(t, r, "b", tokens(32, 2))
+	}
+	first := route(t, r, "a", tokens(32, 1))
+	if first.Worker.ID == second.Worker.ID {
+		t.Errorf("both requests went to worker %d; the second should avoid the loaded one", first.Worker.ID)
+	}
+	if seqs.Active() != 0 {
+		t.Errorf("active requests %d after both ended, want 0", seqs.Active())
+	}
+}
+
+func TestRouterHonoursAPinnedWorker(t *testing.T) {
+	idx := NewIndexer(IndexerOptions{})
+	tgt := &fakeTarget{workers: []uint64{1, 2}}
+	r, _ := newTestRouter(t, idx, tgt)
+	cache(t, idx, 2, tokens(16, 1))
+	rc := runtime.NewContext(context.Background(), "p")
+	defer rc.Release()
+	req := &backend.Request{TokenIDs: tokens(16, 1), Routing: &backend.Routing{BackendInstanceID: backend.Ptr(uint64(1))}}
+	if err := r.Generate(rc, req, func(*backend.Output) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(tgt.sent) != 1 || tgt.sent[0] != 1 {
+		t.Errorf("sent to %v, want the pinned worker 1", tgt.sent)
+	}
+}

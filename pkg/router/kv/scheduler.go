@@ -1,0 +1,229 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+)
+
+// ErrNoWorkers is returned by Scheduler.Select when it has no candidate.
+var ErrNoWorkers = errors.New("kv: no workers to route to")
+
+// ErrAllWorkersBusy is returned by Scheduler.Select when every candidate is
+// busy. The returned error also matches runtime.ErrWorkerOverloaded, so the
+// frontend answers with its overload status.
+var ErrAllWorkersBusy = errors.New("kv: all workers are busy")
+
+// errAllBusy is what Select returns: the overload class, then the specific
+// sentinel.
+var errAllBusy = fmt.Errorf("%w: %w",
+	runtime.NewError(runtime.TypeWorkerOverloaded, "all workers are busy"), ErrAllWorkersBusy)
+
+// DefaultOverlapScoreWeight is the reference system's default
+// overlap_score_weight (--router-kv-overlap-score-weight).
+const DefaultOverlapScoreWeight = 1.0
+
+// SchedulerConfig configures a Scheduler.
+type SchedulerConfig struct {
+	// OverlapScoreWeight multiplies the prefill term of the cost. It must
+	// be >= 0. Zero means pure load balancing (the prefill term, and so the
+	// prefix overlap, is ignored); DefaultSchedulerConfig sets the
+	// reference default 1.0.
+	OverlapScoreWeight float64
+	// Temperature is the softmax temperature (--router-temperature). It
+	// must be >= 0; zero means always the cheapest worker.
+	Temperature float64
+	// BlockSize is the KV block size in tokens. It must be > 0.
+	BlockSize int
+}
+
+// DefaultSchedulerConfig returns the reference defaults for blockSize:
+// weight 1.0, temperature 0.
+func DefaultSchedulerConfig(blockSize int) SchedulerConfig {
+	return SchedulerConfig{OverlapScoreWeight: DefaultOverlapScoreWeight, BlockSize: blockSize}
+}
+
+// Validate reports every invalid field.
+func (c SchedulerConfig) Validate() error {
+	var errs []error
+	if c.BlockSize <= 0 {
+		errs = append(errs, fmt.Errorf("kv: scheduler: block size %d must be positive", c.BlockSize))
+	}
+	if !(c.OverlapScoreWeight >= 0) || math.IsInf(c.OverlapScoreWeight, 1) {
+		errs = append(errs, fmt.Errorf("kv: scheduler: overlap score weight %v must be finite and >= 0", c.OverlapScoreWeight))
+	}
+	if !(c.Temperature >= 0) || math.IsInf(c.Temperature, 1) {
+		errs = append(errs, fmt.Errorf("kv: scheduler: temperature %v must be finite and >= 0", c.Temperature))
+	}
+	return errors.Join(errs...)
+}
+
+// BusyChecker tells the scheduler whether a worker is busy (all its
+// data-parallel ranks over a threshold). *LoadMonitor implements it.
+type BusyChecker interface {
+	Busy(workerID uint64) bool
+}
+
+var _ BusyChecker = (*LoadMonitor)(nil)
+
+// SchedulerDeps are the collaborators of a Scheduler; every field may be
+// nil.
+type SchedulerDeps struct {
+	// Busy excludes busy workers; nil means no worker is ever busy.
+	Busy BusyChecker
+	// Rand is the random source for softmax draws and tie-breaks; nil
+	// means the math/rand/v2 package source. The scheduler serialises its
+	// use, so a seeded *rand.Rand makes a single-goroutine test
+	// reproducible.
+	Rand *rand.Rand
+	// Logger receives the per-candidate cost lines at debug level; nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Override carries per-request overrides of the configuration
+// (router_config_override); nil fields keep the configured value.
+type Override struct {
+	// OverlapScoreWeight replaces SchedulerConfig.OverlapScoreWeight.
+	OverlapScoreWeight *float64 `json:"overlap_score_weight,omitempty"`
+	// Temperature replaces SchedulerConfig.Temperature.
+	Temperature *float64 `json:"router_temperature,omitempty"`
+}
+
+// ScheduleRequest is the input of one worker selection.
+type ScheduleRequest struct {
+	// Candidates are the (worker, dp rank) pairs that may serve the
+	// request; duplicates are ignored.
+	Candidates []Worker
+	// ISL is the prompt length in tokens (>= 0).
+	ISL int
+	// Overlaps are the indexer's prefix matches for the prompt's blocks;
+	// a candidate without a score has overlap 0 and tree size 0.
+	Overlaps OverlapScores
+	// Loads is the router-side load per candidate (Sequences.Loads); a
+	// candidate missing from it is costed as if idle and unknown (see
+	// WorkerCost).
+	Loads map[Worker]WorkerLoad
+	// Override holds per-request overrides.
+	Override Override
+}
+
+// Selection is the outcome of Scheduler.Select.
+type Selection struct {
+	// Worker is the chosen (worker, dp rank).
+	Worker Worker
+	// OverlapBlocks is the chosen worker's overlap score (cached prefix
+	// blocks).
+	OverlapBlocks uint32
+	// RequiredBlocks is ceil(ISL / block size).
+	RequiredBlocks int
+	// Logit is the chosen worker's cost.
+	Logit float64
+	// Costs has one entry per non-busy candidate, sorted by worker id and
+	// dp rank; they double as the request's potential loads.
+	Costs []WorkerCost
+}
+
+// Scheduler picks a worker for each request by the E1 cost function and
+// the temperature rules of the reference system. It is safe for
+// concurrent use.
+type Scheduler struct {
+	cfg  SchedulerConfig
+	busy BusyChecker
+	log  *slog.Logger
+
+	mu  sync.Mutex // guards rnd
+	rnd *rand.Rand
+}
+
+// NewScheduler returns a scheduler, or the configuration's validation
+// error.
+func NewScheduler(cfg SchedulerConfig, deps SchedulerDeps) (*Scheduler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Scheduler{cfg: cfg, busy: deps.Busy, log: log, rnd: deps.Rand}, nil
+}
+
+// Config returns the scheduler's configuration.
+func (s *Scheduler) Config() SchedulerConfig { return s.cfg }
+
+// Select chooses a worker among req.Candidates. Busy candidates are
+// skipped; if all are busy it returns ErrAllWorkersBusy (wrapped with
+// runtime.ErrWorkerOverloaded), and ErrNoWorkers if there is none. An
+// invalid override or a negative ISL is an error too.
+func (s *Scheduler) Select(req ScheduleRequest) (Selection, error) {
+	weight, temp := s.cfg.OverlapScoreWeight, s.cfg.Temperature
+	if o := req.Override.OverlapScoreWeight; o != nil {
+		weight = *o
+	}
+	if o := req.Override.Temperature; o != nil {
+		temp = *o
+	}
+	if !(weight >= 0) || math.IsInf(weight, 1) || !(temp >= 0) || math.IsInf(temp, 1) {
+		return Selection{}, fmt.Errorf("kv: select: invalid override (weight %v, temperature %v)", weight, temp)
+	}
+	if req.ISL < 0 {
+		return Selection{}, fmt.Errorf("kv: select: negative ISL %d", req.ISL)
+	}
+
+	cands := schedCandidates(req.Candidates)
+	if len(cands) == 0 {
+		return Selection{}, ErrNoWorkers
+	}
+	if s.busy != nil {
+		cands = slices.DeleteFunc(cands, func(w Worker) bool { return s.busy.Busy(w.ID) })
+		if len(cands) == 0 {
+			return Selection{}, errAllBusy
+		}
+	}
+
+	costs := make([]WorkerCost, len(cands))
+	for i, w := range cands {
+		costs[i] = s.cost(w, req, weight)
+	}
+	i := s.pick(costs, temp)
+	c := costs[i]
+	s.log.Debug("kv: selected worker", "worker_id", c.Worker.ID, "dp_rank", c.Worker.DPRank,
+		"logit", c.Logit, "cached_blocks", c.OverlapBlocks, "tree_size", c.TreeSize)
+	return Selection{
+		Worker:         c.Worker,
+		OverlapBlocks:  c.OverlapBlocks,
+		RequiredBlocks: (req.ISL + s.cfg.BlockSize - 1) / s.cfg.BlockSize,
+		Logit:          c.Logit,
+		Costs:          costs,
+	}, nil
+}
+
+// schedCandidates returns the candidates sorted by (id, dp rank) without
+// duplicates, in a new slice.
+func schedCandidates(in []Worker) []Worker {
+	out := slices.Clone(in)
+	slices.SortFunc(out, compareWorkers)
+	return slices.Compact(out)
+}
+
+// compareWorkers orders workers by id, then dp rank.
+func compareWorkers(a, b Worker) int {
+	switch {
+	case a.ID < b.ID:
+		return -1
+	case a.ID > b.ID:
+		return 1
+	case a.DPRank < b.DPRank:
+		return -1
+	case a.DPRank > b.DPRank:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,193 @@
+package kv
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSequenceEventJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		ev   SequenceEvent
+		json string
+	}{
+		{
+			name: "add",
+			ev: SequenceEvent{RequestID: "r1", Worker: Worker{ID: 5, DPRank: 1}, Op: OpAddRequest, RouterID: 7, LoraName: "lora-a",
+				Add: &SequenceAdd{TokenSequence: []uint64{1, 18446744073709551615}, ISL: 40, Overlap: 2, ExpectedOutputTokens: new(uint32(100))}},
+			json: `{"request_id":"r1","worker":{"worker_id":5,"dp_rank":1},"data":{"AddRequest":{"token_sequence":[1,18446744073709551615],"isl":40,"overlap":2,"expected_output_tokens":100}},"router_id":7,"lora_name":"lora-a"}`,
+		},
+		{
+			name: "add without tracking",
+			ev:   SequenceEvent{RequestID: "r2", Op: OpAddRequest, RouterID: 7, Add: &SequenceAdd{ISL: 3}},
+			json: `{"request_id":"r2","worker":{"worker_id":0,"dp_rank":0},"data":{"AddRequest":{"token_sequence":null,"isl":3,"overlap":0,"expected_output_tokens":null}},"router_id":7,"lora_name":null}`,
+		},
+		{
+			name: "prefill completed",
+			ev:   SequenceEvent{RequestID: "r1", Worker: Worker{ID: 5}, Op: OpMarkPrefillCompleted, RouterID: 7},
+			json: `{"request_id":"r1","worker":{"worker_id":5,"dp_rank":0},"data":"MarkPrefillCompleted","router_id":7,"lora_name":null}`,
+		},
+		{
+			name: "free",
+			ev:   SequenceEvent{RequestID: "r1", Worker: Worker{ID: 5}, Op: OpFree, RouterID: 7},
+			json: `{"request_id":"r1","worker":{"worker_id":5,"dp_rank":0},"data":"Free","router_id":7,"lora_name":null}`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(tc.ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tc.json {
+				t.Errorf("Marshal:\n got %s\nwant %s", b, tc.json)
+			}
+			var back SequenceEvent
+			if err := json.Unmarshal([]byte(tc.json), &back); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.ev, back); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	var ev SequenceEvent
+	if err := json.Unmarshal([]byte(`{"request_id":"x","worker":{"worker_id":1},"data":"Free","router_id":2}`), &ev); err != nil || ev.Op != OpFree {
+		t.Errorf("missing lora_name and dp_rank: %+v, %v", ev, err)
+	}
+	for _, bad := range []string{
+		`{"request_id":"x","data":"Bogus"}`,
+		`{"request_id":"x","data":{"Other":{}}}`,
+		`{"request_id":"x","data":{"AddRequest":null}}`,
+		`{"request_id":"x","data":5}`,
+		`[]`,
+	} {
+		if err := json.Unmarshal([]byte(bad), &ev); err == nil {
+			t.Errorf("Unmarshal(%s) accepted", bad)
+		}
+	}
+	if _, err := json.Marshal(SequenceEvent{Op: OpAddRequest}); err == nil {
+		t.Error("AddRequest without data marshalled")
+	}
+	if _, err := json.Marshal(SequenceEvent{Op: "Bogus"}); err == nil {
+		t.Error("unknown op marshalled")
+	}
+}
+
+// TestSequencesReplicaSync drives router A and ships its events, as JSON,
+// to router B: B ends with the same loads, ignores its own echoes, and
+// A's own Apply ignores them too.
+func TestSequencesReplicaSync(t *testing.T) {
+	w1, w2 := Worker{ID: 1}, Worker{ID: 2, DPRank: 3}
+	var wire [][]byte
+	cfgA := DefaultSequencesConfig(4)
+	cfgA.RouterID = 100
+	a := newTestSequences(t, cfgA, SequencesDeps{Publish: func(ev SequenceEvent) {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Error(err)
+		}
+		wire = append(wire, b)
+	}})
+	cfgB := DefaultSequencesConfig(4)
+	cfgB.RouterID = 200
+	var bEvents []SequenceEvent
+	b := newTestSequences(t, cfgB, SequencesDeps{Publish: func(ev SequenceEvent) { bEvents = append(bEvents, ev) }})
+
+	mustAdd(t, a, ActiveRequest{ID: "r1", Worker: w1, Hashes: []uint64{1, 2, 3}, ISL: 12, Overlap: 1, ExpectedOutputTokens: 20})
+	mustAdd(t, a, ActiveRequest{ID: "r2", Worker: w1, Hashes: []uint64{1, 2, 4}, ISL: 12})
+	mustAdd(t, a, ActiveRequest{ID: "r3", Worker: w2, Hashes: []uint64{9}, ISL: 7, LoraName: "l"})
+	a.MarkPrefillCompleted("r1")
+	a.Free("r2")
+	a.MarkPrefillCompleted("unknown") // not published
+	a.Free("unknown")
+	if len(wire) != 5 {
+		t.Fatalf("A published %d events, want 5", len(wire))
+	}
+
+	for _, msg := range wire {
+		var ev SequenceEvent
+		if err := json.Unmarshal(msg, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.RouterID != 100 {
+			t.Errorf("event router id %d, want 100", ev.RouterID)
+		}
+		if err := b.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Apply(ev); err != nil { // own echo: ignored
+			t.Fatal(err)
+		}
+	}
+	if len(bEvents) != 0 {
+		t.Errorf("B re-published %d applied events", len(bEvents))
+	}
+	probe := []uint64{1, 3, 4, 9}
+	if diff := cmp.Diff(a.Loads(probe), b.Loads(probe)); diff != "" {
+		t.Errorf("loads differ (-A +B):\n%s", diff)
+	}
+	if diff := cmp.Diff(a.ActiveLoads(), b.ActiveLoads()); diff != "" {
+		t.Errorf("active loads differ (-A +B):\n%s", diff)
+	}
+	if a.Active() != 2 || b.Active() != 2 {
+		t.Errorf("active: A %d, B %d; want 2", a.Active(), b.Active())
+	}
+
+	// A replayed add is a duplicate; unknown ops are refused.
+	var first SequenceEvent
+	if err := json.Unmarshal(wire[0], &first); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Apply(first); !errors.Is(err, ErrDuplicateRequest) {
+		t.Errorf("replayed add: err = %v, want ErrDuplicateRequest", err)
+	}
+	if err := b.Apply(SequenceEvent{RequestID: "x", Op: "Bogus", RouterID: 1}); err == nil {
+		t.Error("unknown op applied")
+	}
+	if err := b.Apply(SequenceEvent{RequestID: "x", Op: OpAddRequest, RouterID: 1}); err == nil {
+		t.Error("add without data applied")
+	}
+
+	// Freeing on B after A freed converges to empty.
+	for _, id := range []string{"r1", "r3"} {
+		a.Free(id)
+	}
+	for _, msg := range wire[5:] {
+		var ev SequenceEvent
+		if err := json.Unmarshal(msg, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.Active() != 0 {
+		t.Errorf("B still has %d requests", b.Active())
+	}
+}
+
+// TestSequencesReplicaWithoutBlockTracking: a publisher that does not
+// track blocks sends no hashes; the receiver still tracks prefill tokens.
+func TestSequencesReplicaWithoutBlockTracking(t *testing.T) {
+	cfg := DefaultSequencesConfig(4)
+	cfg.TrackActiveBlocks = false
+	cfg.RouterID = 1
+	var got []SequenceEvent
+	a := newTestSequences(t, cfg, SequencesDeps{Publish: func(ev SequenceEvent) { got = append(got, ev) }})
+	mustAdd(t, a, ActiveRequest{ID: "r", Worker: Worker{ID: 1}, Hashes: []uint64{1, 2}, ISL: 8})
+	if len(got) != 1 || got[0].Add == nil || got[0].Add.TokenSequence != nil {
+		t.Fatalf("published %+v, want an AddRequest without token_sequence", got)
+	}
+	b := newTestSequences(t, DefaultSequencesConfig(4), SequencesDeps{})
+	if err := b.Apply(got[0]); err != nil {
+		t.Fatal(err)
+	}
+	if l := seqLoad(t, b, Worker{ID: 1}, 1); l != (WorkerLoad{ActivePrefillTokens: 8, NewBlocks: 1}) {
+		t.Errorf("B load %+v", l)
+	}
+}
