@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/openai"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor"
+	"github.com/dynamo-go/dynamo/pkg/router"
+	"github.com/dynamo-go/dynamo/pkg/router/kv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -26,6 +29,33 @@ type call struct {
 	// fold returns an emit that folds chunks into the unary response, and
 	// the function that returns it.
 	fold func() (func(preprocessor.Event) error, func() any)
+	// prepare builds the engine request without running it (for the
+	// query_instance_id annotation).
+	prepare func(m *model) (*preprocessor.Prepared, error)
+	// queryOnly: the client asks where the request would go, not for an
+	// answer (nvext.annotations query_instance_id).
+	queryOnly bool
+	// wantWorker: the client asks for the serving worker in the response's
+	// nvext (nvext.extra_fields worker_id).
+	wantWorker bool
+}
+
+// routingAsks reads the routing-related nvext asks.
+func routingAsks(nv *openai.NvExt) (queryOnly, wantWorker bool) {
+	if nv == nil {
+		return false, false
+	}
+	for _, a := range nv.Annotations {
+		if a == openai.AnnotationQueryInstanceID || strings.HasPrefix(a, openai.AnnotationQueryInstanceID+":") {
+			queryOnly = true
+		}
+	}
+	for _, f := range nv.ExtraFields {
+		if f == "worker_id" {
+			wantWorker = true
+		}
+	}
+	return queryOnly, wantWorker
 }
 
 func (s *Service) handleChat(w http.ResponseWriter, r *http.Request) {
@@ -40,8 +70,11 @@ func (s *Service) handleChat(w http.ResponseWriter, r *http.Request) {
 			}
 			req.StreamOptions.IncludeUsage = true
 		}
+		q, ww := routingAsks(req.NvExt)
 		return &call{
 			model: req.Model, stream: req.Stream, needs: modelcard.ModelChat, endpoint: EndpointChat,
+			queryOnly: q, wantWorker: ww,
+			prepare: func(m *model) (*preprocessor.Prepared, error) { req.Model = m.name; return m.pre.PrepareChat(req) },
 			run: func(ctx context.Context, m *model, id string, emit func(preprocessor.Event) error) error {
 				req.Model = m.name
 				return m.pre.Chat(ctx, id, req, m.pipeline, emit)
@@ -73,8 +106,18 @@ func (s *Service) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			}
 			req.StreamOptions.IncludeUsage = true
 		}
+		q, ww := routingAsks(req.NvExt)
 		return &call{
 			model: req.Model, stream: req.Stream, needs: modelcard.ModelCompletions, endpoint: EndpointCompletions,
+			queryOnly: q, wantWorker: ww,
+			prepare: func(m *model) (*preprocessor.Prepared, error) {
+				req.Model = m.name
+				preps, err := m.pre.PrepareCompletion(req)
+				if err != nil {
+					return nil, err
+				}
+				return preps[0], nil
+			},
 			run: func(ctx context.Context, m *model, id string, emit func(preprocessor.Event) error) error {
 				req.Model = m.name
 				return m.pre.Complete(ctx, id, req, m.pipeline, emit)
@@ -124,6 +167,11 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 	x := &exchange{s: s, w: w, r: r, rc: rc, g: g, id: id, model: m.name}
 	x.startTimer()
 	defer x.stopTimer()
+	x.wantWorker = c.wantWorker
+	if c.queryOnly {
+		x.query(c, m)
+		return
+	}
 	if c.stream {
 		x.stream(c, m)
 	} else {
@@ -173,6 +221,15 @@ type exchange struct {
 	clientGone atomic.Bool
 	firstToken bool
 	cached     bool
+	wantWorker bool
+	pick       router.Pick
+	decision   kv.Decision
+}
+
+// ctx is the request context handed to the pipeline: it lets the router
+// record which worker it chose.
+func (x *exchange) ctx() context.Context {
+	return kv.WithDecision(router.WithPick(x.rc, &x.pick), &x.decision)
 }
 
 // startTimer arms the stream inactivity timeout, if configured.
@@ -231,7 +288,7 @@ func (x *exchange) failure(err error) apiError {
 // unary runs the request and answers with one JSON body.
 func (x *exchange) unary(c *call, m *model) {
 	emit, result := c.fold()
-	err := c.run(x.rc, m, x.id, func(ev preprocessor.Event) error {
+	err := c.run(x.ctx(), m, x.id, func(ev preprocessor.Event) error {
 		x.observe(ev)
 		return emit(ev)
 	})
@@ -239,7 +296,9 @@ func (x *exchange) unary(c *call, m *model) {
 		x.fail(x.failure(err), false)
 		return
 	}
-	writeJSON(x.w, http.StatusOK, result())
+	res := result()
+	x.attachWorker(res)
+	writeJSON(x.w, http.StatusOK, res)
 	x.g.OK()
 }
 

@@ -21,9 +21,11 @@ type positionEngine struct {
 	drops *atomic.Int32
 	after int
 	calls atomic.Int32
+	id    atomic.Uint64 // the worker's instance id
 }
 
-func (e *positionEngine) Start(context.Context, uint64) (backend.Config, error) {
+func (e *positionEngine) Start(_ context.Context, id uint64) (backend.Config, error) {
+	e.id.Store(id)
 	return backend.Config{Model: "demo", ContextLength: 4096}, nil
 }
 

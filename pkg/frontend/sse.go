@@ -32,8 +32,11 @@ func (x *exchange) stream(c *call, m *model) {
 		x.w.WriteHeader(http.StatusOK)
 		committed = true
 	}
-	err := c.run(x.rc, m, x.id, func(ev preprocessor.Event) error {
+	err := c.run(x.ctx(), m, x.id, func(ev preprocessor.Event) error {
 		x.observe(ev)
+		if ev.Name == "" && finishes(ev.Data) {
+			x.attachWorker(ev.Data)
+		}
 		if err := openai.WriteSSE(&buf, ev.Name, ev.Data); err != nil {
 			return err
 		}

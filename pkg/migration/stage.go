@@ -83,7 +83,7 @@ func (s *Stage) effectiveLimit(req *backend.Request) int {
 func (s *Stage) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
 	parent, ok := runtime.FromContext(ctx)
 	limit := s.effectiveLimit(req)
-	if !ok || limit == 0 {
+	if !ok || limit == 0 || emit == nil {
 		err := s.next.Generate(ctx, req, emit)
 		if Migratable(err) {
 			s.log.Warn("migration: Cannot recreate stream: migration is off for this request", "model", s.cfg.Model,
@@ -91,13 +91,14 @@ func (s *Stage) Generate(ctx context.Context, req *backend.Request, emit func(*b
 		}
 		return err
 	}
-	a := &attempt{s: s, parent: parent, req: cloneRequest(req), retries: limit + 1, emit: emit}
+	a := &attempt{s: s, ctx: ctx, parent: parent, req: cloneRequest(req), retries: limit + 1, emit: emit}
 	return a.run()
 }
 
 // attempt is one request's migration state.
 type attempt struct {
 	s       *Stage
+	ctx     context.Context // the request's context, with the caller's values
 	parent  *runtime.Context
 	req     *backend.Request // the request as the next attempt will send it
 	retries int              // attempts left, the current one included
@@ -120,7 +121,9 @@ func (a *attempt) run() error {
 			}
 			return fmt.Errorf("%w: context id %s", ErrStopped, a.parent.ID())
 		}
-		child := runtime.NewContext(a.parent, a.parent.ID())
+		// The child sees the caller's context values (routing records)
+		// and ends with it; stop and kill reach it through the link.
+		child := runtime.NewContext(a.ctx, a.parent.ID())
 		a.parent.LinkChild(child)
 		a.emitted = 0
 		err := a.s.next.Generate(child, a.req, a.track)

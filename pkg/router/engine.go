@@ -15,6 +15,27 @@ import (
 // runtime request Context: stop and kill could not reach the worker.
 var ErrNoRequestContext = errors.New("router: request has no runtime.Context")
 
+// Pick records which instance served a request (for the worker_id extra
+// field); the router fills it when the context carries one (WithPick).
+type Pick struct {
+	// InstanceID is the instance the request was sent to last (after a
+	// migration: the last worker).
+	InstanceID uint64
+}
+
+type pickKey struct{}
+
+// WithPick returns a context in which the router records its choice in p.
+func WithPick(ctx context.Context, p *Pick) context.Context {
+	return context.WithValue(ctx, pickKey{}, p)
+}
+
+func recordPick(ctx context.Context, id uint64) {
+	if p, ok := ctx.Value(pickKey{}).(*Pick); ok && p != nil {
+		p.InstanceID = id
+	}
+}
+
 // Engine is the router as a pipeline stage: the engine's Generate shape
 // over typed requests, encoded as JSON on the wire. A request whose
 // Routing.BackendInstanceID is set goes to that instance only.
@@ -35,7 +56,7 @@ func (e *Engine) Generate(ctx context.Context, req *backend.Request, emit func(*
 	if err != nil {
 		return err
 	}
-	return e.r.Generate(rc, payload, decode)
+	return e.r.generate(rc, payload, decode, func(id uint64) { recordPick(ctx, id) })
 }
 
 // GenerateOn sends req to instance id, which must be available (a policy
@@ -50,6 +71,7 @@ func (e *Engine) GenerateOn(ctx context.Context, id uint64, req *backend.Request
 	if err != nil {
 		return err
 	}
+	recordPick(ctx, id)
 	return e.r.Direct(rc, id, payload, decode)
 }
 

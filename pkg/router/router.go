@@ -48,11 +48,18 @@ func New(src instanceSource, policy Policy, log *slog.Logger) *PushRouter {
 // the picked instance vanished from discovery in the meantime, it picks
 // once more among the rest.
 func (r *PushRouter) Generate(rc *runtime.Context, payload []byte, emit func(item []byte) error) error {
+	return r.generate(rc, payload, emit, nil)
+}
+
+func (r *PushRouter) generate(rc *runtime.Context, payload []byte, emit func(item []byte) error, picked func(uint64)) error {
 	exclude := uint64(0)
 	for attempt := 0; ; attempt++ {
 		id, err := r.pick(rc, exclude)
 		if err != nil {
 			return err
+		}
+		if picked != nil {
+			picked(id)
 		}
 		err = r.Direct(rc, id, payload, emit)
 		if attempt == 0 && errors.Is(err, runtime.ErrUnknownInstance) {

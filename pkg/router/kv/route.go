@@ -127,6 +127,15 @@ type Decision struct {
 
 type decisionKey struct{}
 
+type queryOnlyKey struct{}
+
+// WithQueryOnly returns a context in which the router only decides: it
+// fills the Decision (WithDecision) and returns without sending the
+// request or recording its load (the query_instance_id annotation).
+func WithQueryOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, queryOnlyKey{}, true)
+}
+
 // WithDecision returns a context whose KV routing decision is stored in
 // *d once the router made it (for the query_instance_id annotation and
 // nvext worker_id).
@@ -137,6 +146,12 @@ func WithDecision(ctx context.Context, d *Decision) context.Context {
 // Generate routes req and streams the chosen worker's outputs to emit.
 func (r *Router) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
 	if req.Routing != nil && req.Routing.BackendInstanceID != nil {
+		if q, _ := ctx.Value(queryOnlyKey{}).(bool); q {
+			if d, ok := ctx.Value(decisionKey{}).(*Decision); ok && d != nil {
+				*d = Decision{Worker: Worker{ID: *req.Routing.BackendInstanceID}, PromptBlocks: len(req.TokenIDs) / max(1, r.cfg.BlockSize)}
+			}
+			return nil
+		}
 		return r.d.Next.Generate(ctx, req, emit)
 	}
 	start := time.Now()
@@ -170,6 +185,9 @@ func (r *Router) Generate(ctx context.Context, req *backend.Request, emit func(*
 	r.d.Metrics.ObserveSelection(sel)
 	if d, ok := ctx.Value(decisionKey{}).(*Decision); ok && d != nil {
 		*d = Decision{Worker: sel.Worker, OverlapBlocks: sel.OverlapBlocks, PromptBlocks: len(local)}
+	}
+	if q, _ := ctx.Value(queryOnlyKey{}).(bool); q {
+		return nil
 	}
 	if r.d.Approx != nil {
 		r.d.Approx.RecordRouting(sel.Worker, local)

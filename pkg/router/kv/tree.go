@@ -19,12 +19,21 @@ type node struct {
 	kid0 *node
 	kids map[uint64]*node
 
-	workers []uint32 // worker indexes, sorted
-	fp      uint64   // XOR of fingerprint(w) over workers
+	workers []uint32  // worker indexes, sorted; starts in inl
+	inl     [2]uint32 // room for the first workers without an allocation
+	fp      uint64    // XOR of fingerprint(w) over workers
 
 	parent   atomic.Pointer[node] // the node this one was last linked under
 	ptok     atomic.Uint64        // the tokens hash of that link
 	unlinked atomic.Bool          // no longer reachable through parent
+	aliased  atomic.Bool          // some worker joined it under a block hash other than hash
+}
+
+// newNode returns an unlinked node for a block with no workers yet.
+func newNode(hash uint64) *node {
+	n := &node{hash: hash}
+	n.workers = n.inl[:0]
+	return n
 }
 
 // edge is a child link.
@@ -102,6 +111,12 @@ func (n *node) addWorker(idx uint32, fp uint64) {
 	}
 	n.workers = slices.Insert(n.workers, i, idx)
 	n.fp ^= fp
+}
+
+// hasWorker reports whether worker idx is in n.
+func (n *node) hasWorker(idx uint32) bool {
+	_, found := slices.BinarySearch(n.workers, idx)
+	return found
 }
 
 // removeWorker removes worker idx (fingerprint fp) if present.

@@ -23,69 +23,111 @@ func (x *Indexer) store(ws *workerState, d *kvblock.StoreData) error {
 
 	// cur is the node being worked on. joined means ws is already in it
 	// (or it is the root or the parent block); otherwise cur was found
-	// under from for blocks[i-1] and ws joins it now.
+	// under from for blocks[i-1] and ws joins it now. old is what ws's
+	// lookup held for blocks[i-1]'s hash, when resolving cur read it.
 	cur, from, joined := start, start, true
+	var old *node
+	oldKnown := false
 	for i := 0; ; {
-		cur.mu.Lock()
-		if !joined {
-			if cur.unlinked.Load() {
-				// Pruned between finding it and locking it: find
-				// blocks[i-1] under from again.
-				cur.mu.Unlock()
-				cur, joined = from, true
-				i--
-				continue
-			}
-			cur.addWorker(ws.idx, ws.fp)
-		}
-		var next *node
-		var err error
+		var b *kvblock.StoredBlock
 		if i < len(d.Blocks) {
-			next, err = resolveChild(ws, cur, d.Blocks[i])
+			b = &d.Blocks[i]
 		}
-		cur.mu.Unlock()
+		next, nextOld, nextOldKnown, wasMember, retry, err := advance(ws, cur, joined, b)
+		if retry {
+			// cur was pruned between finding it and joining it: find
+			// blocks[i-1] under from again.
+			cur, joined = from, true
+			i--
+			continue
+		}
 		if !joined {
-			x.setLookup(ws, d.Blocks[i-1].BlockHash, cur)
+			// A member of a node only ever joined under its own hash
+			// has its lookup entry pointing there already.
+			if h := d.Blocks[i-1].BlockHash; !wasMember || cur.hash != h || cur.aliased.Load() {
+				setLookup(ws, h, cur, old, oldKnown)
+			}
 		}
-		if err != nil || next == nil {
+		if err != nil || b == nil {
 			return err
 		}
-		from, cur, joined = cur, next, false
+		from, cur, joined, old, oldKnown = cur, next, false, nextOld, nextOldKnown
 		i++
 	}
 }
 
+// advance makes ws a member of cur (unless joined) and returns cur's child
+// for b (nil b: none wanted), linking one if needed; when it had to look
+// at ws's lookup entry for b it returns that too (old, oldKnown).
+// wasMember reports that ws was in cur already, retry that cur was
+// unlinked before ws could join it. Read locks suffice when nothing
+// changes (ws already in cur, child present), which is the common case
+// for re-stored prefixes shared by many workers.
+func advance(ws *workerState, cur *node, joined bool, b *kvblock.StoredBlock) (next, old *node, oldKnown, wasMember, retry bool, err error) {
+	cur.mu.RLock()
+	wasMember = !joined && !cur.unlinked.Load() && cur.hasWorker(ws.idx)
+	if (joined || wasMember) && b != nil {
+		next = cur.child(b.TokensHash)
+	}
+	cur.mu.RUnlock()
+	if (joined || wasMember) && (b == nil || next != nil) {
+		return next, nil, false, wasMember, false, nil
+	}
+
+	cur.mu.Lock()
+	defer cur.mu.Unlock()
+	if !joined {
+		if cur.unlinked.Load() {
+			return nil, nil, false, false, true, nil
+		}
+		wasMember = cur.hasWorker(ws.idx)
+		cur.addWorker(ws.idx, ws.fp)
+	}
+	if b == nil {
+		return nil, nil, false, wasMember, false, nil
+	}
+	next, old, oldKnown, err = resolveChild(ws, cur, b)
+	return next, old, oldKnown, wasMember, false, err
+}
+
 // resolveChild returns cur's child for b, linking a reused or new node if
-// there is none. cur.mu is held.
-func resolveChild(ws *workerState, cur *node, b kvblock.StoredBlock) (*node, error) {
+// there is none; then it also returns ws's lookup entry for b's hash
+// (oldKnown). cur.mu is held.
+func resolveChild(ws *workerState, cur *node, b *kvblock.StoredBlock) (c, old *node, oldKnown bool, err error) {
 	if c := cur.child(b.TokensHash); c != nil {
 		// The reference warns when c.hash != b.BlockHash (engines should
 		// hash uniformly) and uses c anyway.
-		return c, nil
+		if c.hash != b.BlockHash {
+			c.aliased.Store(true)
+		}
+		return c, nil, false, nil
 	}
-	c := ws.lookup[b.BlockHash]
+	old = ws.lookup[b.BlockHash]
+	c = old
 	if c != nil {
 		if isAncestorOrSelf(c, cur) {
-			return nil, fmt.Errorf("%w: block %d would descend from itself", ErrInvalidBlockSequence, b.BlockHash)
+			return nil, nil, false, fmt.Errorf("%w: block %d would descend from itself", ErrInvalidBlockSequence, b.BlockHash)
 		}
 		if !c.unlinked.Load() {
 			c = nil // linked elsewhere: keep the tree a tree; ws moves to a new node
 		}
 	}
 	if c == nil {
-		c = &node{hash: b.BlockHash}
+		c = newNode(b.BlockHash)
 	}
 	c.parent.Store(cur)
 	c.ptok.Store(b.TokensHash)
 	c.unlinked.Store(false)
 	cur.setChild(b.TokensHash, c)
-	return c, nil
+	return c, old, true, nil
 }
 
 // setLookup points ws's entry for hash at n, which ws has joined; a node
-// the entry pointed at before loses ws.
-func (x *Indexer) setLookup(ws *workerState, hash uint64, n *node) {
-	old := ws.lookup[hash]
+// the entry pointed at before (old, if oldKnown, else looked up) loses ws.
+func setLookup(ws *workerState, hash uint64, n, old *node, oldKnown bool) {
+	if !oldKnown {
+		old = ws.lookup[hash]
+	}
 	if old == n {
 		return
 	}

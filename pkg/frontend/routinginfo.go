@@ -1,0 +1,107 @@
+package frontend
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/dynamo-go/dynamo/pkg/openai"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor"
+	"github.com/dynamo-go/dynamo/pkg/router/kv"
+)
+
+// workerInfo is the nvext worker_id extra field and the query_instance_id
+// answer: the worker chosen for the request and, with KV routing, how much
+// of the prompt it holds.
+type workerInfo struct {
+	DecodeWorkerID uint64  `json:"decode_worker_id"`
+	DPRank         *uint32 `json:"dp_rank,omitempty"`
+	OverlapBlocks  *uint32 `json:"overlap_blocks,omitempty"`
+	PromptBlocks   *int    `json:"prompt_blocks,omitempty"`
+}
+
+func (x *exchange) workerInfo() workerInfo {
+	wi := workerInfo{DecodeWorkerID: x.pick.InstanceID}
+	if d := x.decision; d != (kv.Decision{}) {
+		if wi.DecodeWorkerID == 0 {
+			wi.DecodeWorkerID = d.Worker.ID
+		}
+		wi.DPRank, wi.OverlapBlocks, wi.PromptBlocks = &d.Worker.DPRank, &d.OverlapBlocks, &d.PromptBlocks
+	}
+	return wi
+}
+
+// attachWorker sets the response's nvext.worker_id when the client asked.
+func (x *exchange) attachWorker(resp any) {
+	if !x.wantWorker {
+		return
+	}
+	b, err := json.Marshal(map[string]any{"worker_id": x.workerInfo()})
+	if err != nil {
+		return
+	}
+	switch r := resp.(type) {
+	case *openai.ChatCompletionChunk:
+		r.NvExt = b
+	case *openai.Completion:
+		r.NvExt = b
+	case *openai.ChatCompletion:
+		r.NvExt = b
+	}
+}
+
+// finishes reports whether a chunk carries a finish reason.
+func finishes(data any) bool {
+	switch c := data.(type) {
+	case *openai.ChatCompletionChunk:
+		for _, ch := range c.Choices {
+			if ch.FinishReason != nil {
+				return true
+			}
+		}
+	case *openai.Completion:
+		for _, ch := range c.Choices {
+			if ch.FinishReason != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// query answers the query_instance_id annotation: where the request would
+// go, and its prompt's token ids, without generating (needs the kv router
+// mode, whose choice depends on the prompt).
+func (x *exchange) query(c *call, m *model) {
+	if m.kv == nil {
+		x.fail(apiError{http.StatusBadRequest, ErrValidation, "Validation: the query_instance_id annotation needs --router-mode kv"}, false)
+		return
+	}
+	prep, err := c.prepare(m)
+	if err != nil {
+		x.fail(x.failure(err), false)
+		return
+	}
+	if err := m.pipeline.Generate(kv.WithQueryOnly(x.ctx()), prep.Request, nil); err != nil {
+		x.fail(x.failure(err), false)
+		return
+	}
+	info := x.workerInfo()
+	if !c.stream {
+		writeJSON(x.w, http.StatusOK, map[string]any{"worker_instance_id": info, "token_data": prep.Request.TokenIDs})
+		x.g.OK()
+		return
+	}
+	h := x.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	x.w.WriteHeader(http.StatusOK)
+	for _, ev := range []preprocessor.Event{{Name: "worker_instance_id", Data: info}, {Name: "token_data", Data: prep.Request.TokenIDs}} {
+		if err := openai.WriteSSE(x.w, ev.Name, ev.Data); err != nil {
+			x.g.Cancelled()
+			return
+		}
+	}
+	_, _ = x.w.Write([]byte(openai.SSEDone))
+	_ = http.NewResponseController(x.w).Flush()
+	x.g.OK()
+}
