@@ -129,6 +129,9 @@ type flags struct {
 	replicaSync     *bool
 	trackBlocks     *bool
 	noTrackBlocks   *bool
+	busyDecode      *float64
+	busyPrefill     *int64
+	busyPrefillFrac *float64
 }
 
 func register(fs *flag.FlagSet, env func(string) string) *flags {
@@ -153,6 +156,9 @@ func register(fs *flag.FlagSet, env func(string) string) *flags {
 		replicaSync:     fs.Bool("router-replica-sync", false, "router mode kv: share active load with the other frontends over NATS [env DYN_ROUTER_REPLICA_SYNC]"),
 		trackBlocks:     fs.Bool("track-active-blocks", true, "router mode kv: count the blocks of active requests as load [env DYN_ROUTER_TRACK_ACTIVE_BLOCKS]"),
 		noTrackBlocks:   fs.Bool("no-track-active-blocks", false, "same as --track-active-blocks=false"),
+		busyDecode:      fs.Float64("active-decode-blocks-threshold", -1, "router mode kv: a worker whose active KV blocks exceed this fraction of its cache is busy and skipped; -1 is off [env DYN_ACTIVE_DECODE_BLOCKS_THRESHOLD]"),
+		busyPrefill:     fs.Int64("active-prefill-tokens-threshold", -1, "router mode kv: a worker with more queued prefill tokens is busy; -1 is off [env DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD]"),
+		busyPrefillFrac: fs.Float64("active-prefill-tokens-threshold-frac", -1, "router mode kv: same, as a fraction of the worker's max batched tokens; -1 is off [env DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC]"),
 	}
 }
 
@@ -265,6 +271,22 @@ func (f *flags) config(set map[string]bool) (cfg frontend.Config, addr, tlsCert,
 	}
 	cfg.KV.ReplicaSync = boolEnv("router-replica-sync", "DYN_ROUTER_REPLICA_SYNC", f.replicaSync)
 	cfg.KV.NoTrackActiveBlocks = !boolEnv("track-active-blocks", "DYN_ROUTER_TRACK_ACTIVE_BLOCKS", f.trackBlocks) || *f.noTrackBlocks
+	if v := floatFrom([]string{"active-decode-blocks-threshold"}, []string{"DYN_ACTIVE_DECODE_BLOCKS_THRESHOLD"}, f.busyDecode); v != nil && *v >= 0 {
+		cfg.KV.Busy.ActiveDecodeBlocks = v
+	}
+	if v := floatFrom([]string{"active-prefill-tokens-threshold-frac"}, []string{"DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC"}, f.busyPrefillFrac); v != nil && *v >= 0 {
+		cfg.KV.Busy.ActivePrefillTokensFrac = v
+	}
+	if p := float64(*f.busyPrefill); set["active-prefill-tokens-threshold"] && p >= 0 {
+		n := uint64(p)
+		cfg.KV.Busy.ActivePrefillTokens = &n
+	} else if v := floatFrom(nil, []string{"DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD"}, nil); v != nil && *v >= 0 {
+		n := uint64(*v)
+		cfg.KV.Busy.ActivePrefillTokens = &n
+	}
+	if err := cfg.KV.Busy.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	cfg.Namespace = *f.namespace
 	cfg.RouterMode = *f.routerMode
 	cfg.KVCacheBlockSize = intFrom("kv-cache-block-size", "DYN_KV_CACHE_BLOCK_SIZE", f.blockSize)

@@ -39,6 +39,9 @@ type KVConfig struct {
 	ReplicaSync bool
 	// NoTrackActiveBlocks stops counting active requests' blocks as load.
 	NoTrackActiveBlocks bool
+	// Busy are the thresholds above which a worker is skipped (all off by
+	// default).
+	Busy kv.BusyThresholds
 }
 
 // kvShared are the KV routing metrics, one set per service.
@@ -71,6 +74,8 @@ func newKVShared(reg prometheus.Registerer) (*kvShared, error) {
 // workers' events (or the approximate indexer), and the router stage.
 type kvModel struct {
 	router   *kv.Router
+	monitor  *kv.LoadMonitor
+	capacity kv.WorkerCapacity
 	sync     *kv.EventSync // nil in approximate mode
 	approx   *kv.ApproxIndexer
 	dpSize   int
@@ -92,12 +97,33 @@ func (s *Service) newKVModel(card *modelcard.Card, ep runtime.EndpointID, next *
 		sc.OverlapScoreWeight = *kc.OverlapScoreWeight
 	}
 	sc.Temperature = kc.Temperature
-	sched, err := kv.NewScheduler(sc, kv.SchedulerDeps{Logger: s.log})
+	monitor, err := kv.NewLoadMonitor(kc.Busy)
+	if err != nil {
+		return nil, err
+	}
+	sched, err := kv.NewScheduler(sc, kv.SchedulerDeps{Busy: monitor, Logger: s.log})
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &kvModel{cancel: cancel, dpSize: max(1, card.RuntimeConfig.DataParallelSize)}
+	m := &kvModel{cancel: cancel, dpSize: max(1, card.RuntimeConfig.DataParallelSize), monitor: monitor,
+		capacity: kv.WorkerCapacity{
+			TotalKVBlocks:       uint64(max(0, card.RuntimeConfig.TotalKVBlocks)),
+			MaxNumBatchedTokens: uint64(max(0, card.RuntimeConfig.MaxNumBatchedTokens)),
+			DataParallelSize:    uint32(max(1, card.RuntimeConfig.DataParallelSize)),
+		}}
+	// Workers publish their per-pass load on the namespace's kv_metrics
+	// subject: it feeds busy detection.
+	loadSubject := kvblock.LoadMetricsSubject(ep.Namespace)
+	if err := s.rt.Subscribe(ctx, loadSubject, func(b []byte) {
+		var ev kvblock.LoadEvent
+		if json.Unmarshal(b, &ev) == nil {
+			monitor.ObserveLoadEvent(ev)
+		}
+	}); err != nil && !errors.Is(err, runtime.ErrNoEventPlane) {
+		cancel()
+		return nil, err
+	}
 	seqCfg := kv.DefaultSequencesConfig(bs)
 	seqCfg.TrackActiveBlocks = !kc.NoTrackActiveBlocks
 	seqCfg.RouterID = s.rt.InstanceID()
@@ -182,7 +208,11 @@ func (s *Service) newKVModel(card *modelcard.Card, ep runtime.EndpointID, next *
 // workerJoined loads a new worker's cached blocks (a dump of its local
 // index), for each dp rank.
 func (m *kvModel) workerJoined(id uint64) {
-	if m == nil || m.sync == nil {
+	if m == nil {
+		return
+	}
+	m.monitor.SetCapacity(id, m.capacity)
+	if m.sync == nil {
 		return
 	}
 	for r := 0; r < m.dpSize; r++ {
@@ -198,6 +228,7 @@ func (m *kvModel) workerLeft(id uint64) {
 	if m.sync != nil {
 		m.sync.RemoveWorker(id)
 	}
+	m.monitor.RemoveWorker(id)
 	m.router.RemoveWorker(id)
 }
 
