@@ -26,8 +26,10 @@ type approxEntry struct {
 // determinism. It implements heap.Interface.
 type approxHeap []approxEntry
 
+// Len is the number of entries; for container/heap.
 func (h approxHeap) Len() int { return len(h) }
 
+// Less orders entries as described on approxHeap.
 func (h approxHeap) Less(i, j int) bool {
 	a, b := h[i], h[j]
 	if a.at != b.at {
@@ -42,6 +44,7 @@ func (h approxHeap) Less(i, j int) bool {
 	return a.key.hash < b.key.hash
 }
 
+// Swap swaps two entries; for container/heap.
 func (h approxHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 
 // Push appends x (an approxEntry); for container/heap.

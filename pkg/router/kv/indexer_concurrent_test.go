@@ -1,25 +1,37 @@
 package kv
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
+	"github.com/dynamo-go/dynamo/pkg/kvblock"
 	"github.com/google/go-cmp/cmp"
 )
 
 // TestIndexerConcurrent applies different workers' random event streams
 // from several goroutines while others query, dump and list workers, then
-// checks the final state against the merged reference models. Run it with
-// -race.
+// checks the final state against the merged reference models (exactly for
+// prefix-closed streams; with arbitrary removals scores are bounded by
+// the model, as in TestIndexerArbitraryRemovals). Run it with -race.
 func TestIndexerConcurrent(t *testing.T) {
+	for _, prefixClosed := range []bool{true, false} {
+		t.Run(fmt.Sprint("prefixClosed=", prefixClosed), func(t *testing.T) {
+			testIndexerConcurrent(t, prefixClosed)
+		})
+	}
+}
+
+func testIndexerConcurrent(t *testing.T, prefixClosed bool) {
 	const writers, steps = 4, 1500
 	x := NewIndexer(IndexerOptions{})
 	gens := make([]*eventGen, writers)
 	for i := range gens {
 		// Disjoint workers per goroutine (so each worker's events stay in
 		// order); the shared alphabet makes them share tree nodes.
-		gens[i] = newEventGen(uint64(i), testWorkers(uint64(100*(i+1)), 3), true)
+		gens[i] = newEventGen(uint64(i), testWorkers(uint64(100*(i+1)), 3), prefixClosed)
 	}
 
 	var wg sync.WaitGroup
@@ -88,8 +100,53 @@ func TestIndexerConcurrent(t *testing.T) {
 		g := gens[i%writers]
 		g.m = merged // query paths from any goroutine's catalog
 		q := g.query()
-		if diff := cmp.Diff(merged.matches(q), x.FindMatches(q)); diff != "" {
-			t.Fatalf("FindMatches(%v) (-model +indexer):\n%s", q, diff)
+		want, got := merged.matches(q), x.FindMatches(q)
+		if prefixClosed && !sameScores(want, got) {
+			t.Fatalf("FindMatches(%v) (-model +indexer):\n%s", q, cmp.Diff(want, got))
 		}
+		for w, s := range got.Scores {
+			if s > want.Scores[w] || got.TreeSizes[w] != len(merged.held[w]) {
+				t.Fatalf("FindMatches(%v): %v has %d (tree size %d), model %d (%d)", q, w, s, got.TreeSizes[w], want.Scores[w], len(merged.held[w]))
+			}
+		}
+	}
+}
+
+// TestIndexerConcurrentChurnSamePrefix has workers store and evict the
+// same chain over and over, so nodes keep emptying (and being unlinked)
+// while other workers join them; at the end every worker holds the chain.
+func TestIndexerConcurrentChurnSamePrefix(t *testing.T) {
+	const workers, rounds = 4, 2000
+	x := NewIndexer(IndexerOptions{})
+	chain := []uint64{1, 2, 3, 4}
+	seq := kvblock.SeqHashes(chain)
+	var wg sync.WaitGroup
+	for i := range workers {
+		w := Worker{ID: uint64(i + 1)}
+		wg.Go(func() {
+			for r := range rounds {
+				storeChain(t, x, w, chain...)
+				if o := x.FindMatches(chain); o.Scores[w] != 4 {
+					t.Errorf("round %d: %v scores %d right after storing", r, w, o.Scores[w])
+					return
+				}
+				hashes := slices.Clone(seq)
+				if r%2 == 0 {
+					slices.Reverse(hashes) // leaves first, or the root first
+				}
+				mustApply(t, x, removedEv(w, hashes...))
+			}
+			storeChain(t, x, w, chain...)
+		})
+	}
+	wg.Wait()
+	want := OverlapScores{Scores: map[Worker]uint32{}, TreeSizes: map[Worker]int{}}
+	for i := range workers {
+		want.Scores[Worker{ID: uint64(i + 1)}] = 4
+		want.TreeSizes[Worker{ID: uint64(i + 1)}] = 4
+	}
+	checkMatches(t, x, chain, want)
+	if x.Size() != 4*workers || len(x.Dump()) != 4*workers {
+		t.Errorf("Size = %d, Dump has %d events, want %d", x.Size(), len(x.Dump()), 4*workers)
 	}
 }

@@ -16,8 +16,9 @@ const (
 	statusInvalidBlock        = "invalid_block"
 )
 
-// IndexerMetrics are the indexer's Prometheus metrics. A nil
-// *IndexerMetrics is valid and records nothing. Safe for concurrent use.
+// IndexerMetrics are the indexer's Prometheus metrics (Indexer and
+// ApproxIndexer). A nil *IndexerMetrics is valid and records nothing. Safe
+// for concurrent use.
 type IndexerMetrics struct {
 	// counters[kind][status], resolved once so Apply does no label lookups.
 	counters map[string]map[string]prometheus.Counter
@@ -30,6 +31,9 @@ type IndexerMetrics struct {
 //	{prefix}_kv_cache_events_applied  counter, labels event_type (stored, removed, cleared)
 //	                                  and status (ok, parent_block_not_found, block_not_found, invalid_block)
 //	{prefix}_kv_indexer_blocks        gauge, blocks cached over all workers (Indexer.Size)
+//
+// Several indexers (one per model, say) may share one IndexerMetrics: the
+// counters and the gauge then sum over them.
 //
 // It fails if reg is nil or registration fails (for example because the
 // names are taken).
@@ -83,10 +87,10 @@ func (m *IndexerMetrics) applied(kind string, err error) {
 	m.counters[kind][st].Inc()
 }
 
-// setSize sets the size gauge.
-func (m *IndexerMetrics) setSize(n int64) {
-	if m == nil {
+// addSize moves the size gauge by delta blocks.
+func (m *IndexerMetrics) addSize(delta int64) {
+	if m == nil || delta == 0 {
 		return
 	}
-	m.size.Set(float64(n))
+	m.size.Add(float64(delta))
 }

@@ -61,6 +61,15 @@ func TestIndexerMetrics(t *testing.T) {
 		t.Errorf("size gauge = %v, want %d (Size) = 2", size, x.Size())
 	}
 
+	// A second indexer sharing the metrics adds to the same gauge.
+	y := NewIndexer(IndexerOptions{Metrics: m})
+	storeChain(t, y, wA, 1, 2, 3)
+	y.RemoveWorker(wA.ID)
+	storeChain(t, y, wA, 1)
+	if got := gaugeValue(t, reg, "test_kv_indexer_blocks"); got != float64(x.Size()+y.Size()) || got != 3 {
+		t.Errorf("shared size gauge = %v, want %d + %d = 3", got, x.Size(), y.Size())
+	}
+
 	if _, err := NewIndexerMetrics(reg, "test"); err == nil {
 		t.Error("registering the same names twice succeeded")
 	}
@@ -69,7 +78,7 @@ func TestIndexerMetrics(t *testing.T) {
 	}
 	var nilMetrics *IndexerMetrics
 	nilMetrics.applied("stored", nil)
-	nilMetrics.setSize(1)
+	nilMetrics.addSize(1)
 }
 
 func label(m *dto.Metric, name string) string {
@@ -79,4 +88,19 @@ func label(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+func gaugeValue(t *testing.T, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }

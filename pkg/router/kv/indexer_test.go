@@ -300,3 +300,39 @@ func TestIndexerRunBlocksUntilDone(t *testing.T) {
 		t.Errorf("Run = %v, want nil", err)
 	}
 }
+
+// TestIndexerMismatchedBlockHash covers engines that disagree on a block's
+// hash: the second worker joins the node made by the first (the
+// reference warns and does the same) under its own hash.
+func TestIndexerMismatchedBlockHash(t *testing.T) {
+	x := NewIndexer(IndexerOptions{})
+	mustApply(t, x, storedEv(wA, nil, blockAt(500, 1)))
+	mustApply(t, x, storedEv(wB, nil, blockAt(600, 1)))
+	mustApply(t, x, storedEv(wB, nil, blockAt(600, 1))) // again
+	mustApply(t, x, storedEv(wB, ptr(uint64(600)), blockAt(601, 2)))
+	checkMatches(t, x, []uint64{1, 2}, scores(map[Worker][2]int{wA: {1, 1}, wB: {2, 2}}))
+	// The node keeps the first hash; wB's child dumps under it.
+	dump := x.Dump()
+	if len(dump) != 3 || *dump[2].Event.Data.Stored.ParentHash != 500 {
+		t.Errorf("Dump = %+v, want wB's block 601 under 500", dump)
+	}
+
+	// Storing under the node's own hash too maps both hashes to it.
+	mustApply(t, x, storedEv(wB, nil, blockAt(500, 1)))
+	if x.Size() != 4 {
+		t.Errorf("Size = %d, want 4", x.Size())
+	}
+	mustApply(t, x, removedEv(wB, 601, 600))
+	checkMatches(t, x, []uint64{1, 2}, scores(map[Worker][2]int{wA: {1, 1}}))
+	if err := x.Apply(context.Background(), removedEv(wB, 600)); !errors.Is(err, ErrBlockNotFound) {
+		t.Errorf("second removal: err = %v, want ErrBlockNotFound", err)
+	}
+	// wB's entry for 500 survives (membership is not counted per hash,
+	// as in the reference), so a store under it is accepted, but wB is
+	// no longer in the first node and matches nothing.
+	mustApply(t, x, storedEv(wB, ptr(uint64(500)), blockAt(601, 2)))
+	checkMatches(t, x, []uint64{1, 2}, scores(map[Worker][2]int{wA: {1, 1}}))
+	if x.Size() != 3 {
+		t.Errorf("Size = %d, want 3", x.Size())
+	}
+}

@@ -42,9 +42,13 @@ func (x *Indexer) store(ws *workerState, d *kvblock.StoreData) error {
 			continue
 		}
 		if !joined {
-			// A member of a node only ever joined under its own hash
-			// has its lookup entry pointing there already.
-			if h := d.Blocks[i-1].BlockHash; !wasMember || cur.hash != h || cur.aliased.Load() {
+			h := d.Blocks[i-1].BlockHash
+			if cur.hash != h {
+				cur.aliased.Store(true)
+			}
+			// A member of a node that is only ever joined under its own
+			// hash has its lookup entry pointing there already.
+			if !wasMember || cur.aliased.Load() {
 				setLookup(ws, h, cur, old, oldKnown)
 			}
 		}
@@ -97,9 +101,6 @@ func resolveChild(ws *workerState, cur *node, b *kvblock.StoredBlock) (c, old *n
 	if c := cur.child(b.TokensHash); c != nil {
 		// The reference warns when c.hash != b.BlockHash (engines should
 		// hash uniformly) and uses c anyway.
-		if c.hash != b.BlockHash {
-			c.aliased.Store(true)
-		}
 		return c, nil, false, nil
 	}
 	old = ws.lookup[b.BlockHash]
