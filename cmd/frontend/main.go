@@ -142,7 +142,7 @@ func register(fs *flag.FlagSet, env func(string) string) *flags {
 		tlsCert:         fs.String("tls-cert-path", env("DYN_TLS_CERT_PATH"), "TLS certificate (PEM); serve HTTPS with --tls-key-path [env DYN_TLS_CERT_PATH]"),
 		tlsKey:          fs.String("tls-key-path", env("DYN_TLS_KEY_PATH"), "TLS private key (PEM) [env DYN_TLS_KEY_PATH]"),
 		namespace:       fs.String("namespace", env("DYN_NAMESPACE"), "serve only the models of this namespace; empty serves all [env DYN_NAMESPACE]"),
-		routerMode:      fs.String("router-mode", or(env("DYN_ROUTER_MODE"), frontend.RouterRoundRobin), "how to pick a worker: round-robin or random [env DYN_ROUTER_MODE]"),
+		routerMode:      fs.String("router-mode", or(env("DYN_ROUTER_MODE"), frontend.RouterRoundRobin), "how to pick a worker: round-robin, random, or kv (by cached prefix and load) [env DYN_ROUTER_MODE]"),
 		blockSize:       fs.Int("kv-cache-block-size", 0, "KV cache block size in tokens; 0 takes the model card's [env DYN_KV_CACHE_BLOCK_SIZE]"),
 		migrationLimit:  fs.Int("migration-limit", 0, "times a broken stream may move to another worker; overrides the model cards' limit when given [env DYN_MIGRATION_LIMIT]"),
 		migrationMaxSeq: fs.Int("migration-max-seq-len", 0, "longest sequence (prompt + generated) a migration may re-issue; 0 is no bound [env DYN_MIGRATION_MAX_SEQ_LEN]"),

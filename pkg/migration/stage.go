@@ -151,7 +151,10 @@ func (a *attempt) run() error {
 			a.s.cfg.Metrics.migrationDone(a.s.cfg.Model, a.failKind, outcomeFailure, time.Since(a.failedAt))
 		}
 		a.failedAt, a.failKind = time.Now(), kind
-		if kind == TypeOngoing {
+		if a.emitted > 0 {
+			// A stream that broke mid-answer: what the client gets if no
+			// retry works (a retry that never produced a token does not
+			// replace it).
 			a.streamErr = err
 		}
 		if kind == TypeNewRequest {

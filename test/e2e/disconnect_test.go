@@ -102,7 +102,7 @@ func TestClientDisconnect(t *testing.T) {
 			})
 			// The worker's handler ends: nothing in flight there either.
 			testenv.WaitFor(t, 10*time.Second, "the worker to end the abandoned request", func() bool {
-				n, ok := scrape(t, f.http, workerMetrics).value("dynamo_component_inflight_requests")
+				n, ok := scrape(t, f.http, workerMetrics).value("dynamo_component_inflight_requests", generateEndpoint)
 				return ok && n == 0
 			})
 			// And its only sequence slot is free: a short request is

@@ -74,3 +74,8 @@ func (m metrics) value(name string, labels ...string) (float64, bool) {
 	}
 	return v, found == 1
 }
+
+// generateEndpoint selects a worker's dynamo_component_* series of the
+// generate endpoint: a mocker also serves worker_kv_indexer_query_dp{r},
+// with series of its own.
+const generateEndpoint = `dynamo_endpoint="generate"`

@@ -194,7 +194,7 @@ func (f *frontend) instanceIDs(t testing.TB) []uint64 {
 // metric reads one sample of the worker's /metrics (0 when absent).
 func (r *migrationRig) metric(t testing.TB, w *worker, name string) float64 {
 	t.Helper()
-	v, _ := scrape(t, r.mig.http, w.metrics).value(name)
+	v, _ := scrape(t, r.mig.http, w.metrics).value(name, generateEndpoint)
 	return v
 }
 

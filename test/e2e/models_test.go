@@ -40,7 +40,7 @@ func TestTwoModels(t *testing.T) {
 	f.waitModels(t, "demo-a", "demo-b")
 
 	served := func(name string) float64 {
-		v, _ := scrape(t, f.http, workers[name].metrics).value("dynamo_component_requests_total")
+		v, _ := scrape(t, f.http, workers[name].metrics).value("dynamo_component_requests_total", generateEndpoint)
 		return v
 	}
 	t.Run("each model answers from its own worker", func(t *testing.T) {

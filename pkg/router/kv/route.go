@@ -214,6 +214,8 @@ func (r *Router) Generate(ctx context.Context, req *backend.Request, emit func(*
 	routed.Routing = &rt
 	first := true
 	generated := 0
+	bs := max(1, r.cfg.BlockSize)
+	blocks := (len(req.TokenIDs) + bs - 1) / bs
 	return r.d.Next.GenerateOn(ctx, sel.Worker.ID, &routed, func(out *backend.Output) error {
 		if n := len(out.TokenIDs); n > 0 {
 			if first {
@@ -221,7 +223,12 @@ func (r *Router) Generate(ctx context.Context, req *backend.Request, emit func(*
 				r.d.Sequences.MarkPrefillCompleted(id)
 			}
 			generated += n
-			r.d.Sequences.AddOutputBlock(id, generated)
+			// One more output block only when the sequence crosses a
+			// block boundary (spec §4.1 step 5), not per token.
+			if now := (len(req.TokenIDs) + generated + bs - 1) / bs; now > blocks {
+				blocks = now
+				r.d.Sequences.AddOutputBlock(id, generated)
+			}
 		}
 		return emit(out)
 	})
