@@ -5,8 +5,10 @@ import (
 	"strings"
 )
 
-// getAttr resolves obj.name as Jinja does: a mapping key first, then a
-// method of the value (str, dict and list methods), else undefined.
+// getAttr resolves obj.name as jinja2's sandbox does: a dict's methods
+// (items, get, ...) before its keys, a namespace's or loop's attributes,
+// str and list methods; anything else is undefined. Accessing an
+// attribute of an undefined value raises.
 func getAttr(obj any, name string) (any, error) {
 	switch o := obj.(type) {
 	case undefined:
@@ -38,6 +40,8 @@ func getAttr(obj any, name string) (any, error) {
 	return undefined{name}, nil
 }
 
+// getItem resolves obj[key]: dict keys, list and string indexes (negative
+// from the end); a miss is undefined, as in jinja2.
 func getItem(obj, key any) (any, error) {
 	switch o := obj.(type) {
 	case *generator:
