@@ -64,12 +64,7 @@ func (s *Service) handleChat(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		if !req.Stream || s.cfg.ForceIncludeUsage {
-			if req.StreamOptions == nil {
-				req.StreamOptions = &openai.StreamOptions{}
-			}
-			req.StreamOptions.IncludeUsage = true
-		}
+		s.includeUsage(req.Stream, &req.StreamOptions)
 		q, ww := routingAsks(req.NvExt)
 		return &call{
 			model: req.Model, stream: req.Stream, needs: modelcard.ModelChat, endpoint: EndpointChat,
@@ -80,15 +75,8 @@ func (s *Service) handleChat(w http.ResponseWriter, r *http.Request) {
 				return m.pre.Chat(ctx, id, req, m.pipeline, emit)
 			},
 			fold: func() (func(preprocessor.Event) error, func() any) {
-				var acc preprocessor.ChatAccumulator
-				return func(ev preprocessor.Event) error {
-						if c, ok := ev.Data.(*openai.ChatCompletionChunk); ok && ev.Name == "" {
-							acc.Add(c)
-						}
-						return nil
-					}, func() any {
-						return acc.Result()
-					}
+				acc := &preprocessor.ChatAccumulator{}
+				return folder(acc.Add, func() any { return acc.Result() })
 			},
 		}, nil
 	})
@@ -100,12 +88,7 @@ func (s *Service) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		if !req.Stream || s.cfg.ForceIncludeUsage {
-			if req.StreamOptions == nil {
-				req.StreamOptions = &openai.StreamOptions{}
-			}
-			req.StreamOptions.IncludeUsage = true
-		}
+		s.includeUsage(req.Stream, &req.StreamOptions)
 		q, ww := routingAsks(req.NvExt)
 		return &call{
 			model: req.Model, stream: req.Stream, needs: modelcard.ModelCompletions, endpoint: EndpointCompletions,
@@ -123,18 +106,35 @@ func (s *Service) handleCompletions(w http.ResponseWriter, r *http.Request) {
 				return m.pre.Complete(ctx, id, req, m.pipeline, emit)
 			},
 			fold: func() (func(preprocessor.Event) error, func() any) {
-				var acc preprocessor.CompletionAccumulator
-				return func(ev preprocessor.Event) error {
-						if c, ok := ev.Data.(*openai.Completion); ok && ev.Name == "" {
-							acc.Add(c)
-						}
-						return nil
-					}, func() any {
-						return acc.Result()
-					}
+				acc := &preprocessor.CompletionAccumulator{}
+				return folder(acc.Add, func() any { return acc.Result() })
 			},
 		}, nil
 	})
+}
+
+// includeUsage turns stream_options.include_usage on where the answer
+// always carries usage: unary requests, and every request with
+// DYN_ENABLE_FORCE_INCLUDE_USAGE.
+func (s *Service) includeUsage(stream bool, so **openai.StreamOptions) {
+	if stream && !s.cfg.ForceIncludeUsage {
+		return
+	}
+	if *so == nil {
+		*so = &openai.StreamOptions{}
+	}
+	(*so).IncludeUsage = true
+}
+
+// folder returns an emit that feeds the chunks of type C to add, and the
+// function returning the folded response.
+func folder[C any](add func(C), result func() any) (func(preprocessor.Event) error, func() any) {
+	return func(ev preprocessor.Event) error {
+		if c, ok := ev.Data.(C); ok && ev.Name == "" {
+			add(c)
+		}
+		return nil
+	}, result
 }
 
 // serve runs one /v1 request: read and decode the body, resolve the model,

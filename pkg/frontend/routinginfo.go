@@ -91,10 +91,7 @@ func (x *exchange) query(c *call, m *model) {
 		x.g.OK()
 		return
 	}
-	h := x.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	x.w.WriteHeader(http.StatusOK)
+	startSSE(x.w)
 	for _, ev := range []preprocessor.Event{{Name: "worker_instance_id", Data: info}, {Name: "token_data", Data: prep.Request.TokenIDs}} {
 		if err := openai.WriteSSE(x.w, ev.Name, ev.Data); err != nil {
 			x.g.Cancelled()

@@ -25,11 +25,7 @@ func (x *exchange) stream(c *call, m *model) {
 		return ctl.Flush()
 	}
 	commit := func() {
-		h := x.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("Connection", "keep-alive")
-		x.w.WriteHeader(http.StatusOK)
+		startSSE(x.w)
 		committed = true
 	}
 	err := c.run(x.ctx(), m, x.id, func(ev preprocessor.Event) error {
@@ -74,4 +70,13 @@ func (x *exchange) stream(c *call, m *model) {
 		return
 	}
 	x.g.OK()
+}
+
+// startSSE sends the status and headers of an event stream.
+func startSSE(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	w.WriteHeader(http.StatusOK)
 }
