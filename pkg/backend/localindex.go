@@ -1,11 +1,10 @@
 package backend
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"sync"
-
-	"context"
 
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
 	"github.com/dynamo-go/dynamo/pkg/runtime"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,7 +128,7 @@ func (s *Service) newKVModel(card *modelcard.Card, ep runtime.EndpointID, next *
 	seqCfg.RouterID = s.rt.InstanceID()
 	var seqDeps kv.SequencesDeps
 	subject := kvblock.KVEventsSubject(ep.Namespace, ep.Component)
-	replicaSubject := "namespace." + ep.Namespace + ".component." + ep.Component + "." + kv.ActiveSequencesTopic
+	replicaSubject := kvblock.ComponentSubject(ep.Namespace, ep.Component, kv.ActiveSequencesTopic)
 	if kc.ReplicaSync {
 		seqDeps.Publish = func(ev kv.SequenceEvent) {
 			b, err := json.Marshal(ev)
@@ -240,5 +239,3 @@ func (m *kvModel) close() {
 	m.cancel()
 	m.done.Wait()
 }
-
-func (m *kvModel) String() string { return fmt.Sprintf("kv(%s)", m.mode) }

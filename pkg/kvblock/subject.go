@@ -11,7 +11,13 @@ const (
 // KVEventsSubject returns the component-scoped subject KV events are
 // published on: namespace.{namespace}.component.{component}.kv-events.
 func KVEventsSubject(namespace, component string) string {
-	return "namespace." + namespace + ".component." + component + "." + KVEventTopic
+	return ComponentSubject(namespace, component, KVEventTopic)
+}
+
+// ComponentSubject returns the event-plane subject of a component-scoped
+// topic: namespace.{namespace}.component.{component}.{topic}.
+func ComponentSubject(namespace, component, topic string) string {
+	return "namespace." + namespace + ".component." + component + "." + topic
 }
 
 // LoadMetricsSubject returns the namespace-scoped subject load events are

@@ -115,9 +115,7 @@ func templateMessages(in []openai.Message) ([]any, error) {
 		if texts, ok := msg.Content.TextOnly(); ok {
 			obj.Set("content", strings.Join(texts, "\n"))
 		}
-		if err := parseToolArguments(obj, i); err != nil {
-			return nil, err
-		}
+		parseToolArguments(obj)
 		out[i] = obj
 	}
 	return out, nil
@@ -126,7 +124,7 @@ func templateMessages(in []openai.Message) ([]any, error) {
 // parseToolArguments replaces tool_calls[].function.arguments given as a
 // JSON string by the decoded mapping: templates iterate
 // arguments|items. A string that is not a JSON object stays a string.
-func parseToolArguments(msg *template.OrderedMap, i int) error {
+func parseToolArguments(msg *template.OrderedMap) {
 	calls, _ := msg.Get("tool_calls")
 	list, _ := calls.([]any)
 	for _, c := range list {
@@ -150,7 +148,6 @@ func parseToolArguments(msg *template.OrderedMap, i int) error {
 			}
 		}
 	}
-	return nil
 }
 
 // templateTools returns the tools as template values, or nil when there
