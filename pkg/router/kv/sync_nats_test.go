@@ -122,7 +122,9 @@ func TestEventSyncOverNATSLoadsDumpsAndFillsGaps(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	block := func(i uint64) kvblock.StoredBlock { return kvblock.StoredBlock{BlockHash: 5000 + i, TokensHash: 1000 + i} }
+	block := func(i uint64) kvblock.StoredBlock {
+		return kvblock.StoredBlock{BlockHash: 5000 + i, TokensHash: 1000 + i}
+	}
 	parent := func(i uint64) *uint64 { h := 5000 + i; return &h }
 	chain := func(n int) []uint64 {
 		local := make([]uint64, n)
