@@ -23,8 +23,9 @@
 # words, 1300: about 4,000 tokens), SUFFIX (suffix words, 330: about
 # 1,000), OSL (200), WORKERS (4), BLOCKS (KV cache blocks of 64 tokens per
 # worker, 16384), KV_ARGS (more frontend flags in mode kv, e.g.
-# "--kv-overlap-score-weight 2"), MODES ("kv round-robin random"), OUT
-# (bench-out/kv).
+# "--kv-overlap-score-weight 2"), MODES ("kv round-robin random"; a mode
+# kv@W is kv with --kv-overlap-score-weight W, e.g. "kv kv@4 round-robin
+# random"), OUT (bench-out/kv).
 # Needs curl and jq.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,9 +79,14 @@ metric() {
   curl -fsS "$url/metrics" | awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $2 } END { printf "%.0f\n", s }'
 }
 
-# deploy MODE: fresh mockers and a frontend routing with MODE; waits until
-# the frontend routes to every worker.
+# deploy MODE: fresh mockers and a frontend routing with MODE (kv@W: kv
+# with overlap weight W); waits until the frontend routes to every worker.
 deploy() {
+  local mode=${1%@*} args=()
+  if [ "$mode" = kv ]; then
+    read -ra args <<<"$KV_ARGS"
+    if [ "$1" != kv ]; then args+=(--kv-overlap-score-weight "${1#kv@}"); fi
+  fi
   export DYN_FILE_KV="$work/kv-$1"
   for i in $(seq 1 "$WORKERS"); do
     bin/mocker --model-path models/demo --discovery-backend file --request-plane nats \
@@ -88,7 +94,7 @@ deploy() {
     pids+=($!)
   done
   bin/frontend --http-host 127.0.0.1 --http-port "$HTTP_PORT" --discovery-backend file --request-plane nats \
-    --router-mode "$1" $([ "$1" = kv ] && echo "$KV_ARGS") >"$work/frontend-$1.log" 2>&1 &
+    --router-mode "$mode" "${args[@]}" >"$work/frontend-$1.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 400); do
     n=$(curl -fsS "$url/health" 2>/dev/null | jq '.instances | length' 2>/dev/null || echo 0)
@@ -116,7 +122,7 @@ for mode in $MODES; do
   i1=$(metric dynamo_frontend_input_sequence_tokens_sum)
   hit=$(awk -v c=$((c1 - c0)) -v i=$((i1 - i0)) 'BEGIN { printf "%.3f", (i > 0 ? c / i : 0) }')
   echo "prefix hit rate: $((c1 - c0)) cached of $((i1 - i0)) prompt tokens = $hit"
-  if [ "$mode" = kv ]; then
+  if [ "${mode%@*}" = kv ]; then
     curl -fsS "$url/metrics" | awk '
       /^dynamo_component_router_kv_hit_rate_(sum|count)/ { v[$1] = $2 }
       /^dynamo_router_overhead_total_ms_(sum|count)/ { v[$1] = $2 }
@@ -125,7 +131,7 @@ for mode in $MODES; do
           printf "router: predicted hit rate %.3f, routing overhead %.3f ms per request\n",
             v["dynamo_component_router_kv_hit_rate_sum"] / v["dynamo_component_router_kv_hit_rate_count"],
             v["dynamo_router_overhead_total_ms_sum"] / v["dynamo_router_overhead_total_ms_count"]
-      }' | tee "$OUT/kv-router.txt"
+      }' | tee "$OUT/$mode-router.txt"
   fi
   echo "$i1 $i0" >"$OUT/$mode.tokens"
   jq -r --arg m "$mode" --arg hit "$hit" \
@@ -148,9 +154,10 @@ first=$(ls "$OUT"/*.tokens | head -1)
 read -r i1 i0 <"$first"
 awk -v n="$REQUESTS" -v g="$NGROUPS" -v h="$hit_tokens" -v i=$((i1 - i0)) 'BEGIN {
   printf "oracle: (%d requests - %d groups) x %d cached tokens / %d prompt tokens = %.3f\n", n, g, h, i, (n - g) * h / i }' >>"$OUT/summary.txt"
-if [ -f "$OUT/kv.json" ] && [ -f "$OUT/round-robin.json" ]; then
-  jq -rn --slurpfile kv "$OUT/kv.json" --slurpfile rr "$OUT/round-robin.json" \
-    '"TTFT p90 round-robin / kv = \($rr[0].ttft_ms.p90 / $kv[0].ttft_ms.p90 * 100 | round / 100)x (goal: at least 3x)"' >>"$OUT/summary.txt"
-fi
+for f in "$OUT"/kv*.json; do
+  [ -f "$f" ] && [ -f "$OUT/round-robin.json" ] || continue
+  jq -rn --arg m "$(basename "$f" .json)" --slurpfile kv "$f" --slurpfile rr "$OUT/round-robin.json" \
+    '"TTFT p90 round-robin / \($m) = \($rr[0].ttft_ms.p90 / $kv[0].ttft_ms.p90 * 100 | round / 100)x (goal: at least 3x)"' >>"$OUT/summary.txt"
+done
 echo
 cat "$OUT/summary.txt"

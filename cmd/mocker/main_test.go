@@ -287,12 +287,26 @@ func TestMockerPublishesKVEventsOnNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	timeout := time.After(10 * time.Second)
+	seq := uint64(0)
 	for {
 		select {
 		case m := <-events:
+			// The wire form: a MessagePack envelope from the worker,
+			// numbered per subject, around a MessagePack RouterEvent.
+			env, err := runtime.DecodeEnvelope(m.Data)
+			if err != nil {
+				t.Fatalf("event plane message %x: %v", m.Data, err)
+			}
+			if env.PublisherID != ids[0] || env.Topic != "kv-events" || env.PublishedAt == 0 {
+				t.Fatalf("envelope publisher %x topic %q published_at %d; want %x, kv-events, a time", env.PublisherID, env.Topic, env.PublishedAt, ids[0])
+			}
+			if env.Sequence != seq {
+				t.Fatalf("envelope sequence %d, want %d", env.Sequence, seq)
+			}
+			seq++
 			var ev kvblock.RouterEvent
-			if err := json.Unmarshal(m.Data, &ev); err != nil {
-				t.Fatalf("event %s: %v", m.Data, err)
+			if err := kvblock.Unmarshal(env.Payload, &ev); err != nil {
+				t.Fatalf("event %x: %v", env.Payload, err)
 			}
 			if ev.WorkerID != ids[0] {
 				t.Fatalf("event from worker %x, want %x", ev.WorkerID, ids[0])
@@ -304,7 +318,7 @@ func TestMockerPublishesKVEventsOnNATS(t *testing.T) {
 			want := kvblock.LocalHashes([]uint32{1, 2, 3, 4, 5, 6, 7, 8}, 4)
 			got := ev.Event.Data.Stored.Blocks
 			if len(got) < 2 || got[0].TokensHash != want[0] || got[1].TokensHash != want[1] {
-				t.Fatalf("stored event %s, want the prompt's block hashes %x", m.Data, want)
+				t.Fatalf("stored event %+v, want the prompt's block hashes %x", ev, want)
 			}
 			return
 		case <-timeout:

@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,7 +54,7 @@ func (p *eventPublisher) PublishLoad(ctx context.Context, _ int, metrics any) er
 }
 
 func (p *eventPublisher) publish(ctx context.Context, subject string, v any) error {
-	b, err := json.Marshal(v)
+	b, err := kvblock.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("backend: encode event: %w", err)
 	}

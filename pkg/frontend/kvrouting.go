@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -116,7 +115,7 @@ func (s *Service) newKVModel(card *modelcard.Card, ep runtime.EndpointID, next *
 	loadSubject := kvblock.LoadMetricsSubject(ep.Namespace)
 	if err := s.rt.Subscribe(ctx, loadSubject, func(b []byte) {
 		var ev kvblock.LoadEvent
-		if json.Unmarshal(b, &ev) == nil {
+		if kvblock.Unmarshal(b, &ev) == nil {
 			monitor.ObserveLoadEvent(ev)
 		}
 	}); err != nil && !errors.Is(err, runtime.ErrNoEventPlane) {
@@ -131,7 +130,7 @@ func (s *Service) newKVModel(card *modelcard.Card, ep runtime.EndpointID, next *
 	replicaSubject := kvblock.ComponentSubject(ep.Namespace, ep.Component, kv.ActiveSequencesTopic)
 	if kc.ReplicaSync {
 		seqDeps.Publish = func(ev kv.SequenceEvent) {
-			b, err := json.Marshal(ev)
+			b, err := kvblock.Marshal(ev)
 			if err == nil {
 				err = s.rt.Publish(ctx, replicaSubject, b)
 			}
@@ -148,7 +147,7 @@ func (s *Service) newKVModel(card *modelcard.Card, ep runtime.EndpointID, next *
 	if kc.ReplicaSync {
 		err := s.rt.Subscribe(ctx, replicaSubject, func(b []byte) {
 			var ev kv.SequenceEvent
-			if json.Unmarshal(b, &ev) == nil {
+			if kvblock.Unmarshal(b, &ev) == nil {
 				_ = seqs.Apply(ev)
 			}
 		})

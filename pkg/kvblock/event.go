@@ -1,7 +1,5 @@
 package kvblock
 
-import "encoding/json"
-
 // RouterEvent is one KV-cache event of one worker as the router consumes
 // it (the reference system's RouterEvent): the worker's instance id and
 // the event.
@@ -63,9 +61,24 @@ type StoredBlock struct {
 	BlockHash uint64 `json:"block_hash"`
 	// TokensHash is LocalBlockHash of the block's tokens.
 	TokensHash uint64 `json:"tokens_hash"`
-	// MMExtraInfo is multimodal metadata, passed through opaquely (nil
-	// when absent).
-	MMExtraInfo json.RawMessage `json:"mm_extra_info,omitempty"`
+	// MMExtraInfo is multimodal metadata, nil when absent.
+	MMExtraInfo *MMExtraInfo `json:"mm_extra_info,omitempty"`
+}
+
+// MMExtraInfo is a block's multimodal metadata: the media objects whose
+// embeddings fall in the block.
+type MMExtraInfo struct {
+	// MMObjects are the media objects.
+	MMObjects []MMObject `json:"mm_objects"`
+}
+
+// MMObject is one media object: the hash of its content and the token
+// ranges ([start, end] pairs) it covers.
+type MMObject struct {
+	// MMHash identifies the object's content.
+	MMHash uint64 `json:"mm_hash"`
+	// Offsets are [start, end] token ranges.
+	Offsets [][]uint64 `json:"offsets"`
 }
 
 // RemoveData is the payload of a removed event.

@@ -1,7 +1,6 @@
 package kvblock
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,17 +82,14 @@ func (s *StoreData) UnmarshalJSON(b []byte) error {
 // UnmarshalJSON accepts signed hashes, like StoreData.UnmarshalJSON.
 func (s *StoredBlock) UnmarshalJSON(b []byte) error {
 	var raw struct {
-		BlockHash   hash64          `json:"block_hash"`
-		TokensHash  hash64          `json:"tokens_hash"`
-		MMExtraInfo json.RawMessage `json:"mm_extra_info"`
+		BlockHash   hash64       `json:"block_hash"`
+		TokensHash  hash64       `json:"tokens_hash"`
+		MMExtraInfo *MMExtraInfo `json:"mm_extra_info"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return fmt.Errorf("%w: block: %w", ErrBadEvent, err)
 	}
-	*s = StoredBlock{BlockHash: uint64(raw.BlockHash), TokensHash: uint64(raw.TokensHash)}
-	if len(raw.MMExtraInfo) > 0 && !bytes.Equal(raw.MMExtraInfo, []byte("null")) {
-		s.MMExtraInfo = raw.MMExtraInfo
-	}
+	*s = StoredBlock{BlockHash: uint64(raw.BlockHash), TokensHash: uint64(raw.TokensHash), MMExtraInfo: raw.MMExtraInfo}
 	return nil
 }
 

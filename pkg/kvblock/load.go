@@ -1,7 +1,5 @@
 package kvblock
 
-import "encoding/json"
-
 // ForwardPassMetrics is a worker's load after a forward pass, per
 // data-parallel rank (the E1 reference system's ForwardPassMetrics).
 type ForwardPassMetrics struct {
@@ -9,9 +7,24 @@ type ForwardPassMetrics struct {
 	WorkerStats WorkerStats `json:"worker_stats"`
 	// KVStats are the KV-cache counters.
 	KVStats KVStats `json:"kv_stats"`
-	// SpecDecodeStats is speculative-decoding data, passed through
-	// opaquely; nil is written as null.
-	SpecDecodeStats json.RawMessage `json:"spec_decode_stats"`
+	// SpecDecodeStats are speculative-decoding counters; nil (written as
+	// null) without speculative decoding.
+	SpecDecodeStats *SpecDecodeStats `json:"spec_decode_stats"`
+}
+
+// SpecDecodeStats are a rank's speculative-decoding counters; nil fields
+// are unknown.
+type SpecDecodeStats struct {
+	// NumSpecTokens is the number of speculative tokens per step.
+	NumSpecTokens *uint32 `json:"num_spec_tokens"`
+	// NumDrafts is the number of drafts.
+	NumDrafts *uint32 `json:"num_drafts"`
+	// NumDraftTokens is the number of drafted tokens.
+	NumDraftTokens *uint32 `json:"num_draft_tokens"`
+	// NumAcceptedTokens is the number of accepted draft tokens.
+	NumAcceptedTokens *uint32 `json:"num_accepted_tokens"`
+	// NumAcceptedTokensPerPos counts accepted tokens per draft position.
+	NumAcceptedTokensPerPos []uint32 `json:"num_accepted_tokens_per_pos"`
 }
 
 // WorkerStats counts requests of one rank.

@@ -11,13 +11,18 @@ import (
 var ErrNoEventPlane = errors.New("runtime: no event plane (NATS not connected)")
 
 // Publish sends data on subject of the event plane (NATS), fire and
-// forget. Subscribers that are not listening miss it; KV routers recover
-// from gaps through the workers' query endpoints.
+// forget, inside an Envelope numbered per subject. Subscribers that are
+// not listening miss it; KV routers recover from gaps through the
+// workers' query endpoints.
 func (rt *DistributedRuntime) Publish(_ context.Context, subject string, data []byte) error {
 	if rt.nc == nil {
 		return ErrNoEventPlane
 	}
-	if err := rt.nc.Publish(subject, data); err != nil {
+	msg, err := rt.envelope(subject, data)
+	if err != nil {
+		return err
+	}
+	if err := rt.nc.Publish(subject, msg); err != nil {
 		return fmt.Errorf("runtime: publish %s: %w", subject, err)
 	}
 	return nil

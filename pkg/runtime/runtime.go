@@ -46,6 +46,7 @@ type DistributedRuntime struct {
 	metrics  *metrics
 	health   *health
 	tracker  *tracker
+	seq      sequences // event-plane sequence numbers per subject
 
 	shutdown     chan struct{} // closed when endpoint shutdown begins
 	shutdownOnce sync.Once

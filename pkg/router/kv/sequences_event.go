@@ -1,9 +1,13 @@
 package kv
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+
+	"github.com/dynamo-go/dynamo/pkg/kvblock"
 )
 
 // ActiveSequencesTopic is the component-scoped event-plane topic replica
@@ -23,7 +27,8 @@ const (
 
 // SequenceEvent is one change to the active sequences, shared between
 // router replicas (--router-replica-sync; the reference system's
-// ActiveSequenceEvent). Its JSON form is the reference one:
+// ActiveSequenceEvent). On the event plane it has the reference form
+// (shown as JSON; see kvblock.Marshal for the encoding):
 //
 //	{"request_id": "...", "worker": {"worker_id": 1, "dp_rank": 0},
 //	 "data": {"AddRequest": {"token_sequence": [..]|null, "isl": 8,
@@ -107,79 +112,90 @@ type seqEventWorker struct {
 	DPRank   uint32 `json:"dp_rank"`
 }
 
+// seqEventWire is a SequenceEvent on the event plane (see
+// kvblock.Marshal for the encoding).
 type seqEventWire struct {
-	RequestID string          `json:"request_id"`
-	Worker    seqEventWorker  `json:"worker"`
-	Data      json.RawMessage `json:"data"`
-	RouterID  uint64          `json:"router_id"`
-	LoraName  *string         `json:"lora_name"`
+	RequestID string         `json:"request_id"`
+	Worker    seqEventWorker `json:"worker"`
+	Data      sequenceData   `json:"data"`
+	RouterID  uint64         `json:"router_id"`
+	LoraName  *string        `json:"lora_name"`
 }
 
-// MarshalJSON writes the reference JSON form.
-func (ev SequenceEvent) MarshalJSON() ([]byte, error) {
-	var data []byte
-	var err error
-	switch ev.Op {
+// sequenceData is the externally tagged data of a SequenceEvent.
+type sequenceData struct {
+	op  SequenceOp
+	add *SequenceAdd
+}
+
+// EncodeMsgpack writes {"AddRequest": {...}}, "MarkPrefillCompleted" or
+// "Free".
+func (d sequenceData) EncodeMsgpack(enc *msgpack.Encoder) error {
+	switch d.op {
 	case OpAddRequest:
-		if ev.Add == nil {
-			return nil, errors.New("kv: AddRequest event without data")
+		if d.add == nil {
+			return errors.New("kv: AddRequest event without data")
 		}
-		data, err = json.Marshal(map[string]*SequenceAdd{string(OpAddRequest): ev.Add})
+		return kvblock.EncodeVariant(enc, string(OpAddRequest), d.add)
 	case OpMarkPrefillCompleted, OpFree:
-		data, err = json.Marshal(string(ev.Op))
-	default:
-		return nil, fmt.Errorf("kv: unknown sequence op %q", ev.Op)
+		return enc.EncodeString(string(d.op))
 	}
+	return fmt.Errorf("kv: unknown sequence op %q", d.op)
+}
+
+// DecodeMsgpack reads what EncodeMsgpack writes.
+func (d *sequenceData) DecodeMsgpack(dec *msgpack.Decoder) error {
+	name, payload, err := kvblock.DecodeVariant(dec)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	switch op := SequenceOp(name); op {
+	case OpAddRequest:
+		if code, err := dec.PeekCode(); err == nil && code == msgpcode.Nil {
+			return errors.New("kv: sequence event: AddRequest without data")
+		}
+		d.op, d.add = op, new(SequenceAdd)
+		return payload(d.add)
+	case OpMarkPrefillCompleted, OpFree:
+		d.op = op
+		return payload(nil)
+	}
+	return fmt.Errorf("kv: sequence event: unknown data %q", name)
+}
+
+// EncodeMsgpack writes the event-plane form (see kvblock.Marshal).
+func (ev SequenceEvent) EncodeMsgpack(enc *msgpack.Encoder) error {
 	w := seqEventWire{
 		RequestID: ev.RequestID,
 		Worker:    seqEventWorker{WorkerID: ev.Worker.ID, DPRank: ev.Worker.DPRank},
-		Data:      data,
+		Data:      sequenceData{op: ev.Op, add: ev.Add},
 		RouterID:  ev.RouterID,
 	}
 	if ev.LoraName != "" {
 		w.LoraName = &ev.LoraName
 	}
-	return json.Marshal(w)
+	return enc.Encode(&w)
 }
 
-// UnmarshalJSON reads the reference JSON form; a missing lora_name is
+// DecodeMsgpack reads the event-plane form; a missing lora_name is
 // accepted.
-func (ev *SequenceEvent) UnmarshalJSON(b []byte) error {
+func (ev *SequenceEvent) DecodeMsgpack(dec *msgpack.Decoder) error {
 	var w seqEventWire
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := dec.Decode(&w); err != nil {
 		return fmt.Errorf("kv: sequence event: %w", err)
 	}
-	out := SequenceEvent{
+	if w.Data.op == "" {
+		return errors.New("kv: sequence event without data")
+	}
+	*ev = SequenceEvent{
 		RequestID: w.RequestID,
 		Worker:    Worker{ID: w.Worker.WorkerID, DPRank: w.Worker.DPRank},
+		Op:        w.Data.op,
+		Add:       w.Data.add,
 		RouterID:  w.RouterID,
 	}
 	if w.LoraName != nil {
-		out.LoraName = *w.LoraName
+		ev.LoraName = *w.LoraName
 	}
-	var unit string
-	if err := json.Unmarshal(w.Data, &unit); err == nil {
-		switch op := SequenceOp(unit); op {
-		case OpMarkPrefillCompleted, OpFree:
-			out.Op = op
-		default:
-			return fmt.Errorf("kv: sequence event: unknown data %q", unit)
-		}
-		*ev = out
-		return nil
-	}
-	var tagged map[string]*SequenceAdd
-	if err := json.Unmarshal(w.Data, &tagged); err != nil {
-		return fmt.Errorf("kv: sequence event data: %w", err)
-	}
-	add, ok := tagged[string(OpAddRequest)]
-	if len(tagged) != 1 || !ok || add == nil {
-		return fmt.Errorf("kv: sequence event: unknown data %s", w.Data)
-	}
-	out.Op, out.Add = OpAddRequest, add
-	*ev = out
 	return nil
 }

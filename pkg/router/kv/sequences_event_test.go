@@ -3,12 +3,35 @@ package kv
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/dynamo-go/dynamo/pkg/kvblock"
 )
 
-func TestSequenceEventJSON(t *testing.T) {
+// sortedJSON rewrites a JSON text with sorted keys, as kvblock.PayloadJSON
+// renders payloads.
+func sortedJSON(t *testing.T, s string) string {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// The reference shape of each event (shown as JSON), on the event plane's
+// MessagePack encoding.
+func TestSequenceEventWire(t *testing.T) {
 	tests := []struct {
 		name string
 		ev   SequenceEvent
@@ -38,15 +61,19 @@ func TestSequenceEventJSON(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := json.Marshal(tc.ev)
+			b, err := kvblock.Marshal(tc.ev)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(b) != tc.json {
-				t.Errorf("Marshal:\n got %s\nwant %s", b, tc.json)
+			got, err := kvblock.PayloadJSON(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := sortedJSON(t, tc.json); got != want {
+				t.Errorf("Marshal:\n got %s\nwant %s", got, want)
 			}
 			var back SequenceEvent
-			if err := json.Unmarshal([]byte(tc.json), &back); err != nil {
+			if err := kvblock.Unmarshal(b, &back); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.ev, back); diff != "" {
@@ -55,31 +82,40 @@ func TestSequenceEventJSON(t *testing.T) {
 		})
 	}
 
+	encode := func(v any) []byte {
+		t.Helper()
+		b, err := msgpack.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
 	var ev SequenceEvent
-	if err := json.Unmarshal([]byte(`{"request_id":"x","worker":{"worker_id":1},"data":"Free","router_id":2}`), &ev); err != nil || ev.Op != OpFree {
+	if err := kvblock.Unmarshal(encode(map[string]any{"request_id": "x", "worker": map[string]any{"worker_id": 1}, "data": "Free", "router_id": 2}), &ev); err != nil || ev.Op != OpFree || ev.Worker.ID != 1 {
 		t.Errorf("missing lora_name and dp_rank: %+v, %v", ev, err)
 	}
-	for _, bad := range []string{
-		`{"request_id":"x","data":"Bogus"}`,
-		`{"request_id":"x","data":{"Other":{}}}`,
-		`{"request_id":"x","data":{"AddRequest":null}}`,
-		`{"request_id":"x","data":5}`,
-		`[]`,
+	for name, bad := range map[string]any{
+		"unknown unit":    map[string]any{"request_id": "x", "data": "Bogus"},
+		"unknown variant": map[string]any{"request_id": "x", "data": map[string]any{"Other": map[string]any{}}},
+		"add is nil":      map[string]any{"request_id": "x", "data": map[string]any{"AddRequest": nil}},
+		"data is number":  map[string]any{"request_id": "x", "data": 5},
+		"not a map":       []int{},
 	} {
-		if err := json.Unmarshal([]byte(bad), &ev); err == nil {
-			t.Errorf("Unmarshal(%s) accepted", bad)
+		ev = SequenceEvent{}
+		if err := kvblock.Unmarshal(encode(bad), &ev); err == nil {
+			t.Errorf("%s: accepted as %+v", name, ev)
 		}
 	}
-	if _, err := json.Marshal(SequenceEvent{Op: OpAddRequest}); err == nil {
+	if _, err := kvblock.Marshal(SequenceEvent{Op: OpAddRequest}); err == nil {
 		t.Error("AddRequest without data marshalled")
 	}
-	if _, err := json.Marshal(SequenceEvent{Op: "Bogus"}); err == nil {
+	if _, err := kvblock.Marshal(SequenceEvent{Op: "Bogus"}); err == nil {
 		t.Error("unknown op marshalled")
 	}
 }
 
-// TestSequencesReplicaSync drives router A and ships its events, as JSON,
-// to router B: B ends with the same loads, ignores its own echoes, and
+// TestSequencesReplicaSync drives router A and ships its events, in their
+// wire encoding, to router B: B ends with the same loads, ignores its own echoes, and
 // A's own Apply ignores them too.
 func TestSequencesReplicaSync(t *testing.T) {
 	w1, w2 := Worker{ID: 1}, Worker{ID: 2, DPRank: 3}
@@ -87,7 +123,7 @@ func TestSequencesReplicaSync(t *testing.T) {
 	cfgA := DefaultSequencesConfig(4)
 	cfgA.RouterID = 100
 	a := newTestSequences(t, cfgA, SequencesDeps{Publish: func(ev SequenceEvent) {
-		b, err := json.Marshal(ev)
+		b, err := kvblock.Marshal(ev)
 		if err != nil {
 			t.Error(err)
 		}
@@ -111,7 +147,7 @@ func TestSequencesReplicaSync(t *testing.T) {
 
 	for _, msg := range wire {
 		var ev SequenceEvent
-		if err := json.Unmarshal(msg, &ev); err != nil {
+		if err := kvblock.Unmarshal(msg, &ev); err != nil {
 			t.Fatal(err)
 		}
 		if ev.RouterID != 100 {
@@ -140,7 +176,7 @@ func TestSequencesReplicaSync(t *testing.T) {
 
 	// A replayed add is a duplicate; unknown ops are refused.
 	var first SequenceEvent
-	if err := json.Unmarshal(wire[0], &first); err != nil {
+	if err := kvblock.Unmarshal(wire[0], &first); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Apply(first); !errors.Is(err, ErrDuplicateRequest) {
@@ -159,7 +195,7 @@ func TestSequencesReplicaSync(t *testing.T) {
 	}
 	for _, msg := range wire[5:] {
 		var ev SequenceEvent
-		if err := json.Unmarshal(msg, &ev); err != nil {
+		if err := kvblock.Unmarshal(msg, &ev); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Apply(ev); err != nil {

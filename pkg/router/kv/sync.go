@@ -2,7 +2,6 @@ package kv
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -45,11 +44,11 @@ func NewEventSync(idx eventIndex, query Querier, log *slog.Logger) *EventSync {
 	return &EventSync{idx: idx, query: query, log: log, last: map[Worker]uint64{}, known: map[Worker]bool{}}
 }
 
-// HandleMessage applies one event-plane message (a JSON RouterEvent).
-// Undecodable messages are logged and skipped.
+// HandleMessage applies one event-plane payload (a RouterEvent, see
+// kvblock.Marshal). Undecodable payloads are logged and skipped.
 func (s *EventSync) HandleMessage(ctx context.Context, data []byte) {
 	var ev kvblock.RouterEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
+	if err := kvblock.Unmarshal(data, &ev); err != nil {
 		s.log.Warn("kv router: undecodable KV event skipped", "err", err)
 		return
 	}

@@ -2,7 +2,6 @@ package kv_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"sync"
@@ -149,7 +148,7 @@ func TestEventSyncOverNATSLoadsDumpsAndFillsGaps(t *testing.T) {
 	var lost []uint64
 	err = routerRT.Subscribe(subCtx, kvblock.KVEventsSubject(ep.Namespace, ep.Component), func(b []byte) {
 		var ev kvblock.RouterEvent
-		if err := json.Unmarshal(b, &ev); err == nil && (ev.Event.EventID == 7 || ev.Event.EventID == 8) {
+		if err := kvblock.Unmarshal(b, &ev); err == nil && (ev.Event.EventID == 7 || ev.Event.EventID == 8) {
 			lostMu.Lock()
 			lost = append(lost, ev.Event.EventID)
 			lostMu.Unlock()

@@ -89,8 +89,12 @@ func TestEventSyncDumpsGapsAndRemovals(t *testing.T) {
 func TestEventSyncSkipsBadMessagesAndSurvivesFailedRecovery(t *testing.T) {
 	idx := &recordingIndex{}
 	s := NewEventSync(idx, &localQuerier{idx: map[Worker]*kvblock.LocalIndex{}}, nil)
-	s.HandleMessage(context.Background(), []byte(`{not json`))
-	s.HandleMessage(context.Background(), []byte(`{"worker_id":5,"event":{"event_id":9,"dp_rank":0,"data":"cleared"}}`))
+	s.HandleMessage(context.Background(), []byte(`{"worker_id":5}`)) // JSON: not the event plane's encoding
+	msg, err := kvblock.Marshal(kvblock.RouterEvent{WorkerID: 5, Event: kvblock.KVCacheEvent{EventID: 9, Data: kvblock.Cleared()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.HandleMessage(context.Background(), msg)
 	if want := []string{"apply 5/0 #9"}; !reflect.DeepEqual(idx.ops, want) {
 		t.Errorf("ops %v, want %v: an event is applied even when its recovery failed", idx.ops, want)
 	}
