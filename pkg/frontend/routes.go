@@ -18,6 +18,8 @@ func (s *Service) routes(metrics http.Handler) http.Handler {
 	r.Get("/v1/models/*", s.handleModel)
 	r.Get("/health", s.handleHealth)
 	r.Get("/live", s.handleLive)
+	r.Get("/busy_threshold", s.handleBusyThresholds)
+	r.Post("/busy_threshold", s.handleSetBusyThreshold)
 	r.Method(http.MethodGet, "/metrics", metrics)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Route not found: %s %s", r.Method, r.URL.Path)})

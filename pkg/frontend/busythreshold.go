@@ -1,0 +1,75 @@
+package frontend
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+
+	"github.com/dynamo-go/dynamo/pkg/openai"
+	"github.com/dynamo-go/dynamo/pkg/router/kv"
+)
+
+// busyThreshold is one model's busy thresholds, as GET and POST
+// /busy_threshold show them (spec kvrouter §4.5).
+type busyThreshold struct {
+	Model string `json:"model"`
+	kv.BusyThresholds
+}
+
+// handleBusyThresholds lists every kv-routed model's busy thresholds.
+func (s *Service) handleBusyThresholds(w http.ResponseWriter, _ *http.Request) {
+	list := []busyThreshold{}
+	for _, m := range s.models.list() {
+		if m.kv != nil {
+			list = append(list, busyThreshold{Model: m.name, BusyThresholds: m.kv.monitor.Thresholds()})
+		}
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Model < list[j].Model })
+	writeJSON(w, http.StatusOK, map[string]any{"thresholds": list})
+}
+
+// handleSetBusyThreshold changes the thresholds given in the body, keeps
+// the others, and answers with the thresholds now in force; a body with
+// only the model reads them.
+func (s *Service) handleSetBusyThreshold(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		s.refuseAdmin(w, r, s.classify(err))
+		return
+	}
+	var req busyThreshold
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		s.refuseAdmin(w, r, s.classify(&openai.ValidationError{Message: "Validation: busy threshold: " + err.Error()}))
+		return
+	}
+	if req.Model == "" {
+		s.refuseAdmin(w, r, apiError{http.StatusBadRequest, ErrValidation, "Validation: busy threshold: model is required"})
+		return
+	}
+	m := s.models.lookup(req.Model)
+	switch {
+	case m == nil:
+		s.refuseAdmin(w, r, apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Model not found: %s", req.Model)})
+		return
+	case m.kv == nil:
+		s.refuseAdmin(w, r, apiError{http.StatusBadRequest, ErrValidation, "Validation: busy thresholds apply to --router-mode kv"})
+		return
+	}
+	now, err := m.kv.monitor.UpdateThresholds(req.BusyThresholds)
+	if err != nil {
+		s.refuseAdmin(w, r, apiError{http.StatusBadRequest, ErrValidation, "Validation: " + err.Error()})
+		return
+	}
+	s.log.Info("frontend: busy thresholds set", "model", m.name, "thresholds", now)
+	writeJSON(w, http.StatusOK, busyThreshold{Model: m.name, BusyThresholds: now})
+}
+
+// refuseAdmin logs a refused administrative request once and answers it.
+func (s *Service) refuseAdmin(w http.ResponseWriter, r *http.Request, e apiError) {
+	s.log.Info("frontend: request refused", "path", r.URL.Path, "status", e.status, "error", e.message)
+	writeError(w, e)
+}
