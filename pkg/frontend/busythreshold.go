@@ -64,7 +64,8 @@ func (s *Service) handleSetBusyThreshold(w http.ResponseWriter, r *http.Request)
 		s.refuseAdmin(w, r, apiError{http.StatusBadRequest, ErrValidation, "Validation: " + err.Error()})
 		return
 	}
-	s.log.Info("frontend: busy thresholds set", "model", m.name, "thresholds", now)
+	shown, _ := json.Marshal(now)
+	s.log.Info("frontend: busy thresholds set", "model", m.name, "thresholds", string(shown))
 	writeJSON(w, http.StatusOK, busyThreshold{Model: m.name, BusyThresholds: now})
 }
 

@@ -29,6 +29,7 @@ func TestKVRouting(t *testing.T) {
 	t.Run("prefix-sharing requests follow the worker that cached the prefix", r.testFollowPrefix)
 	t.Run("unrelated prompts spread over the workers", r.testSpread)
 	t.Run("concurrent answers spread by load", r.testSpreadByLoad)
+	t.Run("busy thresholds set at run time steer requests", r.testBusyThreshold)
 	t.Run("a restarted frontend loads the workers' indexes", r.testRestart)
 	t.Run("two frontends with replica sync share the load", r.testReplicaSync)
 	t.Run("approximate mode without KV events", r.testApproximate)
@@ -303,6 +304,73 @@ func (r *kvRig) testSpreadByLoad(t *testing.T) {
 	}
 }
 
+// testBusyThreshold changes the decode-blocks busy threshold through
+// POST /busy_threshold while the worker holding a prefix streams a long
+// answer to a prompt that shares it. At 0 every worker with blocks in use
+// is busy: a prefix-sharing request goes elsewhere, and once every worker
+// streams, requests are refused as overloaded. At 1 no worker is busy and
+// the prefix's worker gets its requests again. (Its own prefix: the
+// request sent elsewhere caches it on a second worker.)
+func (r *kvRig) testBusyThreshold(t *testing.T) {
+	setThreshold := func(v float64) {
+		t.Helper()
+		resp, body := r.f.post(t, "/busy_threshold", object{"model": "demo", "active_decode_blocks_threshold": v})
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), fmt.Sprintf(`"active_decode_blocks_threshold":%v`, v)) {
+			t.Fatalf("POST /busy_threshold %v: %d %s", v, resp.StatusCode, body)
+		}
+	}
+	var long []*longStream
+	defer func() {
+		setThreshold(1)
+		r.stopLong(t, &long)
+	}()
+	prefix := words("busy prefix", prefixWords)
+	holder := r.complete(t, r.f, prefix).worker
+	// The prompt's 1,700 tokens leave room for 2,000 more in the demo
+	// model's context: over a second of streaming at speedup 10.
+	l := r.startLongPrompt(t, r.f, prefix+" "+words("busy long", suffixWords), 2000)
+	long = append(long, l)
+	if l.worker != holder {
+		t.Fatalf("a prefix-sharing answer went to %s, want %s (holds the prefix)", l.worker.name, holder.name)
+	}
+
+	setThreshold(0)
+	// The holder's load report follows its first token within
+	// milliseconds; retry briefly rather than race it.
+	var a kvAnswer
+	for range 20 {
+		if a = r.complete(t, r.f, prefix+" "+words("busy elsewhere", suffixWords)); a.worker != holder {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if a.worker == holder {
+		t.Errorf("threshold 0: a prefix-sharing request still went to the busy holder %s", holder.name)
+	}
+	time.Sleep(200 * time.Millisecond) // its worker reports its blocks free again
+	for i := range 2 {
+		l := r.startLong(t, r.f, fmt.Sprintf("busy fill %d", i))
+		long = append(long, l)
+	}
+	r.checkStreaming(t, long)
+	var status int
+	var body []byte
+	testenv.WaitFor(t, 5*time.Second, "a request to be refused with every worker busy", func() bool {
+		var resp *http.Response
+		resp, body = r.f.post(t, complPath, object{"model": "demo", "prompt": words("busy refused", 50), "max_tokens": 1})
+		status = resp.StatusCode
+		return status != http.StatusOK
+	})
+	if status != http.StatusServiceUnavailable || !strings.Contains(string(body), "overloaded") {
+		t.Errorf("every worker busy: %d %s, want 503 naming the overload", status, body)
+	}
+
+	setThreshold(1)
+	if a := r.complete(t, r.f, prefix+" "+words("busy back", suffixWords)); a.worker != holder {
+		t.Errorf("threshold 1: a prefix-sharing request went to %s, want %s again", a.worker.name, holder.name)
+	}
+}
+
 // testReplicaSync runs two frontends with --router-replica-sync and
 // starts long answers to unrelated prompts alternately through them:
 // first, second, first. Each frontend knows the load the other one
@@ -346,8 +414,14 @@ type longStream struct {
 // through f, waits for its first token and finds the worker serving it.
 func (r *kvRig) startLong(t testing.TB, f *frontend, seed string) *longStream {
 	t.Helper()
+	return r.startLongPrompt(t, f, words(seed, 200), longTokens)
+}
+
+// startLongPrompt is startLong with a given prompt and answer length.
+func (r *kvRig) startLongPrompt(t testing.TB, f *frontend, prompt string, maxTokens int) *longStream {
+	t.Helper()
 	before := r.served(t)
-	body, err := json.Marshal(object{"model": "demo", "prompt": words(seed, 200), "max_tokens": longTokens, "stream": true})
+	body, err := json.Marshal(object{"model": "demo", "prompt": prompt, "max_tokens": maxTokens, "stream": true})
 	if err != nil {
 		t.Fatal(err)
 	}
