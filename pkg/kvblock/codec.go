@@ -23,7 +23,6 @@ func Marshal(v any) ([]byte, error) {
 	enc := msgpack.NewEncoder(&buf)
 	enc.SetCustomStructTag("json")
 	enc.UseCompactInts(true)
-	enc.UseCompactFloats(true)
 	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("kvblock: encode %T: %w", v, err)
 	}
