@@ -185,6 +185,11 @@ func (s *Service) refuse(w http.ResponseWriter, r *http.Request, id, model, endp
 	defer g.Finish()
 	e := s.classify(err)
 	g.Fail(e.kind)
+	s.reject(w, r, id, e)
+}
+
+// reject logs a refused request once and writes its error body.
+func (s *Service) reject(w http.ResponseWriter, r *http.Request, id string, e apiError) {
 	s.log.Info("frontend: request refused", "request_id", id, "path", r.URL.Path, "status", e.status, "error", e.message)
 	writeError(w, e)
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"sort"
 
-	"github.com/dynamo-go/dynamo/pkg/openai"
 	"github.com/dynamo-go/dynamo/pkg/router/kv"
 )
 
@@ -36,41 +35,35 @@ func (s *Service) handleBusyThresholds(w http.ResponseWriter, _ *http.Request) {
 func (s *Service) handleSetBusyThreshold(w http.ResponseWriter, r *http.Request) {
 	body, err := s.readBody(w, r)
 	if err != nil {
-		s.refuseAdmin(w, r, s.classify(err))
+		s.reject(w, r, "", s.classify(err))
 		return
 	}
 	var req busyThreshold
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		s.refuseAdmin(w, r, s.classify(&openai.ValidationError{Message: "Validation: busy threshold: " + err.Error()}))
+		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: busy threshold: " + err.Error()})
 		return
 	}
 	if req.Model == "" {
-		s.refuseAdmin(w, r, apiError{http.StatusBadRequest, ErrValidation, "Validation: busy threshold: model is required"})
+		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: busy threshold: model is required"})
 		return
 	}
 	m := s.models.lookup(req.Model)
 	switch {
 	case m == nil:
-		s.refuseAdmin(w, r, apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Model not found: %s", req.Model)})
+		s.reject(w, r, "", apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Model not found: %s", req.Model)})
 		return
 	case m.kv == nil:
-		s.refuseAdmin(w, r, apiError{http.StatusBadRequest, ErrValidation, "Validation: busy thresholds apply to --router-mode kv"})
+		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: busy thresholds apply to --router-mode kv"})
 		return
 	}
 	now, err := m.kv.monitor.UpdateThresholds(req.BusyThresholds)
 	if err != nil {
-		s.refuseAdmin(w, r, apiError{http.StatusBadRequest, ErrValidation, "Validation: " + err.Error()})
+		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: " + err.Error()})
 		return
 	}
 	shown, _ := json.Marshal(now)
 	s.log.Info("frontend: busy thresholds set", "model", m.name, "thresholds", string(shown))
 	writeJSON(w, http.StatusOK, busyThreshold{Model: m.name, BusyThresholds: now})
-}
-
-// refuseAdmin logs a refused administrative request once and answers it.
-func (s *Service) refuseAdmin(w http.ResponseWriter, r *http.Request, e apiError) {
-	s.log.Info("frontend: request refused", "path", r.URL.Path, "status", e.status, "error", e.message)
-	writeError(w, e)
 }
