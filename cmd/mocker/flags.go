@@ -3,14 +3,13 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/internal/envflag"
+	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
 )
 
@@ -18,8 +17,7 @@ import (
 // set with DYN_MOCKER_<FLAG> (e.g. DYN_MOCKER_SPEEDUP_RATIO=100); a flag on
 // the command line wins.
 type mockerFlags struct {
-	env                 func(string) string
-	errs                []error
+	set                 *envflag.Set
 	numGPUBlocks        *int
 	blockSize           *int
 	maxNumSeqs          *int
@@ -41,72 +39,38 @@ type mockerFlags struct {
 	stallAfter          *int
 }
 
-func registerMocker(fs *flag.FlagSet, env func(string) string) *mockerFlags {
+func registerMocker(s *envflag.Set) *mockerFlags {
 	d := mocker.DefaultConfig()
-	m := &mockerFlags{env: env}
-	m.numGPUBlocks = fs.Int("num-gpu-blocks-override", m.envInt("num-gpu-blocks-override", d.NumGPUBlocks), "KV-cache capacity in blocks, per data-parallel rank")
-	m.blockSize = fs.Int("block-size", m.envInt("block-size", d.BlockSize), "tokens per KV-cache block")
-	m.maxNumSeqs = fs.Int("max-num-seqs", m.envInt("max-num-seqs", d.MaxNumSeqs), "maximum running sequences per rank")
-	m.maxNumBatchedTokens = fs.Int("max-num-batched-tokens", m.envInt("max-num-batched-tokens", d.MaxNumBatchedTokens), "token budget of one forward pass")
-	m.prefixCaching = fs.Bool("enable-prefix-caching", m.envBool("enable-prefix-caching", d.EnablePrefixCaching), "share cached prefix blocks between requests (and publish KV events)")
-	m.noPrefixCaching = fs.Bool("no-enable-prefix-caching", false, "turn prefix caching off")
-	m.chunkedPrefill = fs.Bool("enable-chunked-prefill", m.envBool("enable-chunked-prefill", d.EnableChunkedPrefill), "split long prompts over several passes")
-	m.noChunkedPrefill = fs.Bool("no-enable-chunked-prefill", false, "turn chunked prefill off")
-	m.watermark = fs.Float64("watermark", m.envFloat("watermark", d.Watermark), "fraction of KV blocks kept free when admitting requests")
-	m.speedupRatio = fs.Float64("speedup-ratio", m.envFloat("speedup-ratio", d.SpeedupRatio), "divide every simulated duration by this (tests use 100 or more)")
-	m.dpSize = fs.Int("data-parallel-size", m.envInt("data-parallel-size", d.DPSize), "data-parallel ranks simulated by one worker")
-	m.startupTime = fs.Float64("startup-time", m.envFloat("startup-time", 0), "seconds to sleep before serving (a model load)")
-	m.contextLength = fs.Int("context-length", m.envInt("context-length", 0), "maximum prompt+output tokens (default: the model's config.json)")
-	m.extraEngineArgs = fs.String("extra-engine-args", env("DYN_MOCKER_EXTRA_ENGINE_ARGS"), "JSON file with MockEngineArgs (num_gpu_blocks, block_size, ...) overriding the flags")
-	m.numWorkers = fs.Int("num-workers", m.envInt("num-workers", 1), "mocker workers in this process, each with its own runtime and instance id")
-	m.deterministic = fs.Bool("deterministic", m.envBool("deterministic", false), "output token at position i is a pure function of (request seed, i): same answer on every worker")
-	m.exitAfter = fs.Int("exit-after-tokens", m.envInt("exit-after-tokens", 0), "fault injection: exit the process after emitting this many tokens (0 = off)")
-	m.dropAfter = fs.Int("drop-after-tokens", m.envInt("drop-after-tokens", 0), "fault injection: drop each stream after this many tokens (0 = off)")
-	m.stallAfter = fs.Int("stall-after-tokens", m.envInt("stall-after-tokens", 0), "fault injection: stall each stream after this many tokens (0 = off)")
-	return m
+	intFlag := func(name string, def int, help string) *int { return s.Int(name, def, help, envName(name)) }
+	floatFlag := func(name string, def float64, help string) *float64 { return s.Float64(name, def, help, envName(name)) }
+	boolFlag := func(name string, def bool, help string) *bool { return s.Bool(name, def, help, envName(name)) }
+	return &mockerFlags{
+		set:                 s,
+		numGPUBlocks:        intFlag("num-gpu-blocks-override", d.NumGPUBlocks, "KV-cache capacity in blocks, per data-parallel rank"),
+		blockSize:           intFlag("block-size", d.BlockSize, "tokens per KV-cache block"),
+		maxNumSeqs:          intFlag("max-num-seqs", d.MaxNumSeqs, "maximum running sequences per rank"),
+		maxNumBatchedTokens: intFlag("max-num-batched-tokens", d.MaxNumBatchedTokens, "token budget of one forward pass"),
+		prefixCaching:       boolFlag("enable-prefix-caching", d.EnablePrefixCaching, "share cached prefix blocks between requests (and publish KV events)"),
+		noPrefixCaching:     s.Bool("no-enable-prefix-caching", false, "turn prefix caching off"),
+		chunkedPrefill:      boolFlag("enable-chunked-prefill", d.EnableChunkedPrefill, "split long prompts over several passes"),
+		noChunkedPrefill:    s.Bool("no-enable-chunked-prefill", false, "turn chunked prefill off"),
+		watermark:           floatFlag("watermark", d.Watermark, "fraction of KV blocks kept free when admitting requests"),
+		speedupRatio:        floatFlag("speedup-ratio", d.SpeedupRatio, "divide every simulated duration by this (tests use 100 or more)"),
+		dpSize:              intFlag("data-parallel-size", d.DPSize, "data-parallel ranks simulated by one worker"),
+		startupTime:         floatFlag("startup-time", 0, "seconds to sleep before serving (a model load)"),
+		contextLength:       intFlag("context-length", 0, "maximum prompt+output tokens (default: the model's config.json)"),
+		extraEngineArgs:     s.String("extra-engine-args", "", "JSON file with MockEngineArgs (num_gpu_blocks, block_size, ...) overriding the flags", envName("extra-engine-args")),
+		numWorkers:          intFlag("num-workers", 1, "mocker workers in this process, each with its own runtime and instance id"),
+		deterministic:       boolFlag("deterministic", false, "output token at position i is a pure function of (request seed, i): same answer on every worker"),
+		exitAfter:           intFlag("exit-after-tokens", 0, "fault injection: exit the process after emitting this many tokens (0 = off)"),
+		dropAfter:           intFlag("drop-after-tokens", 0, "fault injection: drop each stream after this many tokens (0 = off)"),
+		stallAfter:          intFlag("stall-after-tokens", 0, "fault injection: stall each stream after this many tokens (0 = off)"),
+	}
 }
 
+// envName is the variable of a mocker flag: DYN_MOCKER_<FLAG>.
 func envName(flagName string) string {
 	return "DYN_MOCKER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
-}
-
-func (m *mockerFlags) envInt(name string, def int) int {
-	v := m.env(envName(name))
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		m.errs = append(m.errs, fmt.Errorf("%s=%q: want an integer", envName(name), v))
-		return def
-	}
-	return n
-}
-
-func (m *mockerFlags) envFloat(name string, def float64) float64 {
-	v := m.env(envName(name))
-	if v == "" {
-		return def
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		m.errs = append(m.errs, fmt.Errorf("%s=%q: want a number", envName(name), v))
-		return def
-	}
-	return f
-}
-
-func (m *mockerFlags) envBool(name string, def bool) bool {
-	v := m.env(envName(name))
-	if v == "" {
-		return def
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		m.errs = append(m.errs, fmt.Errorf("%s=%q: want true or false", envName(name), v))
-		return def
-	}
-	return b
 }
 
 // engineArgs is the --extra-engine-args file: the reference system's
@@ -148,7 +112,7 @@ func (m *mockerFlags) config() (mocker.Config, string, error) {
 	c.ExitAfterTokens = *m.exitAfter
 	c.DropAfterTokens = *m.dropAfter
 	c.StallAfterTokens = *m.stallAfter
-	errs := append([]error(nil), m.errs...)
+	errs := []error{m.set.Err()}
 	if *m.numWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--num-workers %d: want at least 1", *m.numWorkers))
 	}
@@ -181,9 +145,9 @@ func applyEngineArgs(c *mocker.Config, path string) (mode string, err error) {
 	case a.IsPrefill != nil && *a.IsPrefill && a.IsDecode != nil && *a.IsDecode:
 		return "", fmt.Errorf("--extra-engine-args %s: is_prefill and is_decode exclude each other", path)
 	case a.IsPrefill != nil && *a.IsPrefill:
-		mode = backend.ModePrefill
+		mode = worker.ModePrefill
 	case a.IsDecode != nil && *a.IsDecode:
-		mode = backend.ModeDecode
+		mode = worker.ModeDecode
 	}
 	set := func(dst *int, v *int) {
 		if v != nil {

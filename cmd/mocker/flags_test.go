@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamo-go/dynamo/internal/envflag"
 )
 
 func parseMocker(t *testing.T, env map[string]string, args ...string) (*mockerFlags, error) {
 	t.Helper()
 	fs := flag.NewFlagSet("mocker", flag.ContinueOnError)
-	m := registerMocker(fs, func(k string) string { return env[k] })
+	m := registerMocker(envflag.New(fs, func(k string) string { return env[k] }))
 	return m, fs.Parse(args)
 }
 

@@ -19,7 +19,6 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 	"unicode"
@@ -27,9 +26,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dynamo-go/dynamo/internal/envflag"
 	"github.com/dynamo-go/dynamo/internal/pprofserver"
+	"github.com/dynamo-go/dynamo/internal/rungroup"
 	"github.com/dynamo-go/dynamo/internal/workerflags"
-	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/hfhub"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
@@ -45,7 +46,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mocker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	wf := workerflags.Register(fs, env)
-	mf := registerMocker(fs, env)
+	mf := registerMocker(envflag.New(fs, env))
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: mocker --model-path DIR|ORG/NAME [flags]")
 		fs.PrintDefaults()
@@ -86,14 +87,6 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	pprofserver.Run(ctx, env(pprofserver.Env), log)
-	go func() {
-		<-ctx.Done()
-		time.Sleep(hardExit)
-		fmt.Fprintf(stderr, "mocker: shutdown took longer than %s; exiting\n", hardExit)
-		os.Exit(70)
-	}()
-
 	if err := fillFromModel(ctx, &mcfg, wcfg); err != nil {
 		fmt.Fprintln(stderr, "mocker:", err)
 		return 1
@@ -102,57 +95,66 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mocker:", err)
 		return 2
 	}
-	workers := *mf.numWorkers
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for i := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rc := rcfg
-			if i > 0 {
-				rc.SystemPort = runtime.SystemPortDisabled // one status server per process
-			}
-			errs[i] = runWorker(ctx, rc, wcfg, mcfg, log)
-			if errs[i] != nil {
-				stop() // one failed worker takes the process down
-			}
-		}()
+	owners := []rungroup.Owner{
+		forceExit(ctx, hardExit, stderr),
+		func(ctx context.Context) error { return pprofserver.Run(ctx, env(pprofserver.Env), log) },
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	for i := range *mf.numWorkers {
+		rc := rcfg
+		if i > 0 {
+			rc.SystemPort = runtime.SystemPortDisabled // one status server per process
+		}
+		owners = append(owners, func(ctx context.Context) error { return runWorker(ctx, rc, wcfg, mcfg, log) })
+	}
+	// One failed worker takes the process down.
+	if err := rungroup.Run(ctx, owners...); err != nil {
 		fmt.Fprintln(stderr, "mocker:", err)
 		return 1
 	}
 	return 0
 }
 
+// forceExit is the owner that ends the process with code 70 when the
+// shutdown a signal (the end of sig) started takes longer than d. It
+// stops last, once everything else has returned.
+func forceExit(sig context.Context, d time.Duration, stderr io.Writer) rungroup.Owner {
+	return func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-sig.Done():
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+			fmt.Fprintf(stderr, "mocker: shutdown took longer than %s; exiting\n", d)
+			os.Exit(70)
+		}
+		return nil
+	}
+}
+
 // runWorker runs one mocker worker with its own runtime (its own lease and
-// instance id) until ctx ends.
-func runWorker(ctx context.Context, rcfg runtime.Config, wcfg backend.WorkerConfig, mcfg mocker.Config, log *slog.Logger) error {
+// instance id) until ctx ends; the runtime outlives the worker's drain. A
+// failure of the runtime (a port in use, a lost lease) is the cause the
+// worker's own error only echoes, and rungroup reports it first.
+func runWorker(ctx context.Context, rcfg runtime.Config, wcfg worker.Config, mcfg mocker.Config, log *slog.Logger) error {
 	rt, err := runtime.New(ctx, rcfg, runtime.Deps{Logger: log, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		return err
 	}
-	runCtx, cancelRun := context.WithCancel(context.Background())
-	runDone := make(chan error, 1)
-	go func() { runDone <- rt.Run(runCtx) }()
 	eng, err := mocker.New(mcfg)
-	if err == nil {
-		err = backend.Run(ctx, rt, eng, wcfg)
+	if err != nil {
+		return errors.Join(err, rt.Close())
 	}
-	cancelRun()
-	// The runtime's own failure (a port in use, a lost lease) is the cause;
-	// the worker's error is then only its echo ("store closed").
-	if rerr := <-runDone; rerr != nil {
-		return rerr
-	}
-	return err
+	return rungroup.Run(ctx, rt.Run, func(ctx context.Context) error { return worker.Run(ctx, rt, eng, wcfg) })
 }
 
 // fillFromModel takes the model name and context length from the model
 // directory when the flags do not set them.
-func fillFromModel(ctx context.Context, c *mocker.Config, w backend.WorkerConfig) error {
+func fillFromModel(ctx context.Context, c *mocker.Config, w worker.Config) error {
 	dir, err := hfhub.Resolve(ctx, w.Hub, w.ModelPath)
 	if err != nil {
 		return fmt.Errorf("model %s: %w", w.ModelPath, err)

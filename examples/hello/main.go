@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"strings"
@@ -23,7 +24,6 @@ import (
 	"time"
 
 	"github.com/dynamo-go/dynamo/internal/runtimeflags"
-	"github.com/dynamo-go/dynamo/pkg/router"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -110,8 +110,9 @@ func call(ctx context.Context, rt *runtime.DistributedRuntime, name string) int 
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cl, err := rt.Endpoint(endpoint).Client(waitCtx)
+	var ids []uint64
 	if err == nil {
-		_, err = cl.WaitForInstances(waitCtx)
+		ids, err = cl.WaitForInstances(waitCtx)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hello: no greeter found:", err)
@@ -119,8 +120,9 @@ func call(ctx context.Context, rt *runtime.DistributedRuntime, name string) int 
 	}
 	payload, _ := json.Marshal(name)
 	rc := runtime.NewContext(ctx, "")
-	r := router.New(cl, &router.RoundRobin{}, nil)
-	err = r.Generate(rc, payload, func(item []byte) error {
+	defer rc.Release()
+	// Any greeter will do: call one at random.
+	err = cl.Call(rc, ids[rand.IntN(len(ids))], payload, func(item []byte) error {
 		var word string
 		if err := json.Unmarshal(item, &word); err != nil {
 			return err

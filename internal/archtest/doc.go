@@ -1,6 +1,9 @@
 // Package archtest guards the package layout of DESIGN.md: imports point
-// one way along the pipeline (frontend -> preprocessor -> migration ->
-// router -> runtime; worker side backend -> runtime), leaf packages import
-// no project package, and test infrastructure stays out of production code.
-// The rules live in rules.go; the test walks the source tree.
+// one way along the pipeline (frontend -> pipeline -> preprocessor ->
+// migration -> router -> runtime; worker side backend/worker -> backend ->
+// runtime), leaf packages import no project package, the HTTP layer
+// neither routes nor watches discovery itself, the frontend's stages never
+// pull in the worker, and test infrastructure stays out of production
+// code. The rules live in rules.go (Allowed, Forbidden); the test walks
+// the source tree.
 package archtest

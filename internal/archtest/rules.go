@@ -23,18 +23,36 @@ var Allowed = map[string][]string{
 	"pkg/runtime":           {},
 	"pkg/modelcard":         {},
 	"pkg/hfhub":             {},
-	"pkg/backend":           {"pkg/runtime", "pkg/kvblock", "pkg/modelcard", "pkg/hfhub"},
+	"pkg/backend":           {"pkg/runtime"},
+	"pkg/backend/worker":    {"pkg/backend", "pkg/runtime", "pkg/kvblock", "pkg/modelcard", "pkg/hfhub"},
 	"pkg/mocker":            {"pkg/backend", "pkg/runtime", "pkg/kvblock"},
 	"pkg/router":            {"pkg/runtime", "pkg/backend", "pkg/kvblock"},
-	"pkg/migration":         {"pkg/router", "pkg/runtime", "pkg/backend"},
-	"pkg/preprocessor":      {"pkg/migration", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/openai", "pkg/modelcard"},
-	"pkg/frontend":          {"pkg/preprocessor", "pkg/migration", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/openai", "pkg/kvblock", "pkg/modelcard"},
+	"pkg/migration":         {"pkg/runtime", "pkg/backend"},
+	"pkg/preprocessor":      {"pkg/runtime", "pkg/backend", "pkg/openai", "pkg/modelcard"},
+	"pkg/pipeline":          {"pkg/preprocessor", "pkg/migration", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/modelcard", "pkg/kvblock"},
+	"pkg/frontend":          {"pkg/pipeline", "pkg/preprocessor", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/openai", "pkg/modelcard"},
 	"internal/testenv":      {},
 	"internal/pprofserver":  {},
 	"internal/archtest":     {},
+	"internal/envflag":      {},
+	"internal/rungroup":     {},
 	"internal/runtimeflags": {"pkg/runtime"},
-	"internal/workerflags":  {"internal/runtimeflags", "pkg/backend", "pkg/hfhub", "pkg/runtime"},
+	"internal/workerflags":  {"internal/runtimeflags", "pkg/backend/worker", "pkg/hfhub", "pkg/runtime"},
 	"internal/loadgen":      {"pkg/openai"},
+}
+
+// Forbidden carves subtrees out of what Allowed permits, in production
+// code (tests may reach further to build their fixtures):
+//   - the HTTP layer asks the model registry (pkg/pipeline) for a model;
+//     it neither routes by KV cache nor watches discovery itself;
+//   - the frontend's stages share the engine contract (pkg/backend) with
+//     the workers, never the worker itself.
+var Forbidden = map[string][]string{
+	"pkg/frontend":     {"pkg/router/kv", "pkg/runtime/discovery", "pkg/backend/worker"},
+	"pkg/preprocessor": {"pkg/backend/worker"},
+	"pkg/migration":    {"pkg/backend/worker"},
+	"pkg/router":       {"pkg/backend/worker"},
+	"pkg/pipeline":     {"pkg/backend/worker"},
 }
 
 // Unrestricted trees compose everything: binaries, examples, end-to-end tests.
@@ -97,6 +115,11 @@ func violation(from, to string, isTest bool) string {
 	}
 	if isTest && tree(to, testOnly) != "" {
 		return ""
+	}
+	for _, no := range Forbidden[own] {
+		if within(to, no) && !isTest {
+			return fmt.Sprintf("%s may not import %s (archtest.Forbidden)", own, no)
+		}
 	}
 	if within(to, own) {
 		return ""

@@ -37,15 +37,23 @@ func TestCheckCatchesViolations(t *testing.T) {
 		"pkg/router/x_test.go":         file("internal/testenv"),                     // fine in a test
 		"pkg/newthing/n.go":            file("pkg/runtime"),                          // not placed
 		"cmd/frontend/main.go":         file("pkg/frontend", "internal/testenv"),     // unrestricted
-		"pkg/migration/m.go":           file("pkg/router"),                           // fine
+		"pkg/migration/m.go":           file("pkg/backend"),                          // fine
 		"pkg/router/kv/kv.go":          file("pkg/router"),                           // own tree
 		"pkg/backend/backendtest/k.go": file("pkg/backend"),                          // own tree
+		"pkg/frontend/f.go":            file("pkg/pipeline", "pkg/router"),           // fine
+		"pkg/frontend/kv.go":           file("pkg/router/kv"),                        // routes itself
+		"pkg/frontend/w.go":            file("pkg/runtime/discovery"),                // watches itself
+		"pkg/frontend/f_test.go":       file("pkg/runtime/discovery"),                // fine in a test
+		"pkg/migration/w.go":           file("pkg/backend/worker"),                   // the worker on the frontend side
 	}
 	bad, err := Check(fsys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
+		"pkg/frontend/kv.go imports",
+		"pkg/frontend/w.go imports",
+		"pkg/migration/w.go imports",
 		"pkg/newthing/n.go imports",
 		"pkg/openai/o.go imports",
 		"pkg/router/x.go imports",

@@ -16,11 +16,12 @@ import (
 // address to listen on (e.g. 127.0.0.1:6060). Empty: off.
 const Env = "DYN_PPROF_ADDR"
 
-// Run serves /debug/pprof/ on addr until ctx ends. An empty addr does
-// nothing. Failures are logged, never fatal: profiles are a diagnostic.
-func Run(ctx context.Context, addr string, log *slog.Logger) {
+// Run serves /debug/pprof/ on addr until ctx ends, then returns nil. An
+// empty addr serves nothing and returns at once. Failures are logged,
+// never fatal: profiles are a diagnostic.
+func Run(ctx context.Context, addr string, log *slog.Logger) error {
 	if addr == "" {
-		return
+		return nil
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -31,17 +32,14 @@ func Run(ctx context.Context, addr string, log *slog.Logger) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		log.Warn("pprof: cannot listen", "addr", addr, "err", err)
-		return
+		return nil
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
+	stop := context.AfterFunc(ctx, func() { _ = srv.Close() })
+	defer stop()
 	log.Info("pprof: serving profiles", "addr", ln.Addr().String())
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Warn("pprof: serve", "err", err)
-		}
-	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("pprof: serve", "err", err)
+	}
+	return nil
 }

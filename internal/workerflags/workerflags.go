@@ -1,7 +1,7 @@
 // Package workerflags registers the command-line flags every worker binary
 // shares (model, endpoint, migration limit, disaggregation mode, the
 // Hugging Face hub settings) and folds them, with the runtime's flags and
-// environment, into a backend.WorkerConfig and a runtime.Config. It reads
+// environment, into a worker.Config and a runtime.Config. It reads
 // the environment only through the lookup function main passes in.
 package workerflags
 
@@ -12,7 +12,7 @@ import (
 	"os"
 
 	"github.com/dynamo-go/dynamo/internal/runtimeflags"
-	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/hfhub"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
@@ -45,7 +45,7 @@ func Register(fs *flag.FlagSet, env func(string) string) *Flags {
 		modelName:      fs.String("model-name", "", "served model name (default: derived from the model path)"),
 		endpoint:       fs.String("endpoint", "dyn://"+ns+".backend.generate", "endpoint to serve, dyn://namespace.component.endpoint [env DYN_NAMESPACE sets the namespace]"),
 		migrationLimit: fs.Int("migration-limit", 0, "times a frontend may re-issue a broken stream of this model on another worker (published on the model card)"),
-		mode:           fs.String("disaggregation-mode", backend.ModeAggregated, "aggregated, prefill or decode"),
+		mode:           fs.String("disaggregation-mode", worker.ModeAggregated, "aggregated, prefill or decode"),
 		isPrefill:      fs.Bool("is-prefill-worker", false, "same as --disaggregation-mode prefill"),
 		isDecode:       fs.Bool("is-decode-worker", false, "same as --disaggregation-mode decode"),
 		revision:       fs.String("revision", "main", "hub revision (branch, tag or commit) for a hub id"),
@@ -63,7 +63,7 @@ const EnvHelp = runtimeflags.EnvHelp + `Model download (for a hub id in --model-
 
 // Configs returns the worker and runtime configuration; it reports every
 // bad value.
-func (f *Flags) Configs() (backend.WorkerConfig, runtime.Config, error) {
+func (f *Flags) Configs() (worker.Config, runtime.Config, error) {
 	var errs []error
 	rt, err := f.runtime.Config()
 	if err != nil {
@@ -78,9 +78,9 @@ func (f *Flags) Configs() (backend.WorkerConfig, runtime.Config, error) {
 	case *f.isPrefill && *f.isDecode:
 		errs = append(errs, errors.New("--is-prefill-worker and --is-decode-worker exclude each other"))
 	case *f.isPrefill:
-		mode = backend.ModePrefill
+		mode = worker.ModePrefill
 	case *f.isDecode:
-		mode = backend.ModeDecode
+		mode = worker.ModeDecode
 	}
 	if *f.modelPath == "" {
 		errs = append(errs, errors.New("--model-path is required"))
@@ -88,7 +88,7 @@ func (f *Flags) Configs() (backend.WorkerConfig, runtime.Config, error) {
 	hub := hfhub.ConfigFromEnv(f.env)
 	hub.Revision = *f.revision
 	hub.Progress = os.Stderr
-	w := backend.WorkerConfig{
+	w := worker.Config{
 		Endpoint:           ep,
 		ModelPath:          *f.modelPath,
 		ModelName:          *f.modelName,

@@ -4,12 +4,35 @@ import (
 	"context"
 )
 
-// Engine is what an engine author implements: a model server that turns
-// token ids into token ids. The Worker calls Start once, Generate once per
-// request (concurrently), and Cleanup once at shutdown.
+// Generator is the contract every stage of a request's way shares, on both
+// sides of the network: it turns one request into a stream of outputs.
+// The frontend's stages (the migration stage, the KV router, the push
+// router) implement it and each wraps the next, the way net/http
+// middleware wraps an http.Handler; an Engine's Generate has the same
+// shape, so an engine can stand at the end of a chain.
 //
-// Pipeline stages on the frontend (migration, the router) have the same
-// Generate shape, so stages wrap one another like HTTP middleware.
+// The stream contract is Engine.Generate's: zero or more outputs without a
+// finish reason, then exactly one terminal output, or an error. An error
+// returned before anything was emitted means the request could not start;
+// an error from emit stops the stream and is returned. ctx carries the
+// request's runtime.Context (cancellation, stop and kill, the request id)
+// and deadlines; results travel on the outputs, never in ctx.
+type Generator interface {
+	Generate(ctx context.Context, req *Request, emit func(*Output) error) error
+}
+
+// GeneratorFunc adapts a function to a Generator.
+type GeneratorFunc func(ctx context.Context, req *Request, emit func(*Output) error) error
+
+// Generate calls f.
+func (f GeneratorFunc) Generate(ctx context.Context, req *Request, emit func(*Output) error) error {
+	return f(ctx, req, emit)
+}
+
+// Engine is what an engine author implements: a model server that turns
+// token ids into token ids. The worker (package backend/worker) calls
+// Start once, Generate once per request (concurrently), and Cleanup once
+// at shutdown. An Engine is a Generator.
 type Engine interface {
 	// Start loads the model and returns its configuration. It may take
 	// minutes; Generate must work once it returned. workerID is the
@@ -63,7 +86,7 @@ func (c Config) Name() string {
 	return c.Model
 }
 
-// Optional capabilities. The Worker and the conformance kit find them by
+// Optional capabilities. The worker and the conformance kit find them by
 // type assertion.
 
 // Aborter is told when a request is stopped or killed, so the engine can
@@ -80,7 +103,7 @@ type Quiescer interface {
 
 // EventPublisher carries an engine's events to routers: KV-cache events
 // (kvblock.RouterEvent for the mocker) and per-pass load metrics. Both must
-// encode to JSON. The Worker provides it; it is safe for concurrent use.
+// encode to JSON. The worker provides it; it is safe for concurrent use.
 type EventPublisher interface {
 	PublishKVEvent(ctx context.Context, dpRank int, event any) error
 	PublishLoad(ctx context.Context, dpRank int, metrics any) error
@@ -101,7 +124,7 @@ type MetricsSource interface {
 	SetupMetrics(m MetricsContext) (dpRanks []int, err error)
 }
 
-// HealthChecker supplies the canary request the Worker sends to an idle
+// HealthChecker supplies the canary request the worker sends to an idle
 // engine to check it still answers.
 type HealthChecker interface {
 	HealthCheckRequest() *Request

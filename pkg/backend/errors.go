@@ -23,7 +23,7 @@ var (
 	ErrUnknown           = runtime.ErrUnknown
 )
 
-// ErrDropStream, returned by Generate, makes the Worker drop the response
+// ErrDropStream, returned by Generate, makes the worker drop the response
 // connection without the stream's final marker, as a crashed worker would.
 // It exists for fault injection in tests (the mocker's --drop-after-tokens).
 var ErrDropStream = errors.New("backend: drop the response stream")

@@ -22,6 +22,27 @@ type Output struct {
 	DisaggregatedParams json.RawMessage `json:"disaggregated_params,omitempty"`
 	ExtraArgs           json.RawMessage `json:"extra_args,omitempty"`
 	CompletionUsage     *Usage          `json:"completion_usage,omitempty"`
+
+	// Placement is where the frontend's routing stages sent the request:
+	// the push router sets it on every output it forwards, the KV router
+	// adds the cached prefix it counted on. It is not part of the wire
+	// format; engines leave it nil.
+	Placement *Placement `json:"-"`
+}
+
+// Placement is where a request was routed: the worker instance and, with
+// KV-aware routing, its data-parallel rank and how much of the prompt it
+// held in its cache. It answers the nvext worker_id extra field and the
+// query_instance_id annotation.
+type Placement struct {
+	// WorkerID is the instance that serves (or would serve) the request.
+	WorkerID uint64
+	// DPRank is the worker's data-parallel rank, when a router chose one.
+	DPRank *uint32
+	// OverlapBlocks is the number of prompt blocks the worker held in its
+	// cache, PromptBlocks the prompt's blocks in all (KV routing only).
+	OverlapBlocks *uint32
+	PromptBlocks  *int
 }
 
 // Usage counts the tokens of a request.

@@ -10,11 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/openai"
+	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor"
-	"github.com/dynamo-go/dynamo/pkg/router"
-	"github.com/dynamo-go/dynamo/pkg/router/kv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -24,14 +24,14 @@ type call struct {
 	stream   bool
 	needs    modelcard.ModelType // the model type the endpoint needs
 	endpoint string              // metrics label
-	// run streams the request's events through m's pipeline.
-	run func(ctx context.Context, m *model, id string, emit func(preprocessor.Event) error) error
+	// run streams the request's events through m's chain.
+	run func(ctx context.Context, m *pipeline.Model, id string, emit func(preprocessor.Event) error) error
 	// fold returns an emit that folds chunks into the unary response, and
 	// the function that returns it.
 	fold func() (func(preprocessor.Event) error, func() any)
 	// prepare builds the engine request without running it (for the
 	// query_instance_id annotation).
-	prepare func(m *model) (*preprocessor.Prepared, error)
+	prepare func(m *pipeline.Model) (*preprocessor.Prepared, error)
 	// queryOnly: the client asks where the request would go, not for an
 	// answer (nvext.annotations query_instance_id).
 	queryOnly bool
@@ -69,10 +69,13 @@ func (s *Service) handleChat(w http.ResponseWriter, r *http.Request) {
 		return &call{
 			model: req.Model, stream: req.Stream, needs: modelcard.ModelChat, endpoint: EndpointChat,
 			queryOnly: q, wantWorker: ww,
-			prepare: func(m *model) (*preprocessor.Prepared, error) { req.Model = m.name; return m.pre.PrepareChat(req) },
-			run: func(ctx context.Context, m *model, id string, emit func(preprocessor.Event) error) error {
-				req.Model = m.name
-				return m.pre.Chat(ctx, id, req, m.pipeline, emit)
+			prepare: func(m *pipeline.Model) (*preprocessor.Prepared, error) {
+				req.Model = m.Name()
+				return m.Preprocessor().PrepareChat(req)
+			},
+			run: func(ctx context.Context, m *pipeline.Model, id string, emit func(preprocessor.Event) error) error {
+				req.Model = m.Name()
+				return m.Preprocessor().Chat(ctx, id, req, m, emit)
 			},
 			fold: func() (func(preprocessor.Event) error, func() any) {
 				acc := &preprocessor.ChatAccumulator{}
@@ -93,17 +96,17 @@ func (s *Service) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return &call{
 			model: req.Model, stream: req.Stream, needs: modelcard.ModelCompletions, endpoint: EndpointCompletions,
 			queryOnly: q, wantWorker: ww,
-			prepare: func(m *model) (*preprocessor.Prepared, error) {
-				req.Model = m.name
-				preps, err := m.pre.PrepareCompletion(req)
+			prepare: func(m *pipeline.Model) (*preprocessor.Prepared, error) {
+				req.Model = m.Name()
+				preps, err := m.Preprocessor().PrepareCompletion(req)
 				if err != nil {
 					return nil, err
 				}
 				return preps[0], nil
 			},
-			run: func(ctx context.Context, m *model, id string, emit func(preprocessor.Event) error) error {
-				req.Model = m.name
-				return m.pre.Complete(ctx, id, req, m.pipeline, emit)
+			run: func(ctx context.Context, m *pipeline.Model, id string, emit func(preprocessor.Event) error) error {
+				req.Model = m.Name()
+				return m.Preprocessor().Complete(ctx, id, req, m, emit)
 			},
 			fold: func() (func(preprocessor.Event) error, func() any) {
 				acc := &preprocessor.CompletionAccumulator{}
@@ -154,17 +157,17 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 		s.refuse(w, r, id, UnknownModel, endpoint, false, err)
 		return
 	}
-	m := s.models.lookup(c.model)
-	if m == nil || !m.card.ModelType.Has(c.needs) {
+	m := s.models.Lookup(c.model)
+	if m == nil || !m.Serves(c.needs) {
 		s.refuse(w, r, id, UnknownModel, endpoint, c.stream, fmt.Errorf("%w: %s", ErrModelNotFound, c.model))
 		return
 	}
-	g := s.metrics.Start(m.name, endpoint, c.stream)
+	g := s.metrics.Start(m.Name(), endpoint, c.stream)
 	defer g.Finish()
 
 	rc := runtime.NewContext(r.Context(), id)
 	defer rc.Release()
-	x := &exchange{s: s, w: w, r: r, rc: rc, g: g, id: id, model: m.name}
+	x := &exchange{s: s, w: w, r: r, rc: rc, g: g, id: id, model: m.Name()}
 	x.startTimer()
 	defer x.stopTimer()
 	x.wantWorker = c.wantWorker
@@ -227,14 +230,8 @@ type exchange struct {
 	firstToken bool
 	cached     bool
 	wantWorker bool
-	pick       router.Pick
-	decision   kv.Decision
-}
-
-// ctx is the request context handed to the pipeline: it lets the router
-// record which worker it chose.
-func (x *exchange) ctx() context.Context {
-	return kv.WithDecision(router.WithPick(x.rc, &x.pick), &x.decision)
+	// placement is where the latest output came from (nvext worker_id).
+	placement *backend.Placement
 }
 
 // startTimer arms the stream inactivity timeout, if configured.
@@ -266,6 +263,9 @@ func (x *exchange) observe(ev preprocessor.Event) {
 	if st == nil {
 		return
 	}
+	if st.Placement != nil {
+		x.placement = st.Placement
+	}
 	if st.Tokens > 0 {
 		if !x.firstToken {
 			x.firstToken = true
@@ -291,9 +291,9 @@ func (x *exchange) failure(err error) apiError {
 }
 
 // unary runs the request and answers with one JSON body.
-func (x *exchange) unary(c *call, m *model) {
+func (x *exchange) unary(c *call, m *pipeline.Model) {
 	emit, result := c.fold()
-	err := c.run(x.ctx(), m, x.id, func(ev preprocessor.Event) error {
+	err := c.run(x.rc, m, x.id, func(ev preprocessor.Event) error {
 		x.observe(ev)
 		return emit(ev)
 	})

@@ -3,26 +3,27 @@ package frontend
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
 
-	"github.com/dynamo-go/dynamo/pkg/router/kv"
+	"github.com/dynamo-go/dynamo/pkg/pipeline"
 )
 
 // busyThreshold is one model's busy thresholds, as GET and POST
 // /busy_threshold show them (spec kvrouter §4.5).
 type busyThreshold struct {
 	Model string `json:"model"`
-	kv.BusyThresholds
+	pipeline.BusyThresholds
 }
 
 // handleBusyThresholds lists every kv-routed model's busy thresholds.
 func (s *Service) handleBusyThresholds(w http.ResponseWriter, _ *http.Request) {
 	list := []busyThreshold{}
-	for _, m := range s.models.list() {
-		if m.kv != nil {
-			list = append(list, busyThreshold{Model: m.name, BusyThresholds: m.kv.monitor.Thresholds()})
+	for _, m := range s.models.Models() {
+		if t, err := m.BusyThresholds(); err == nil {
+			list = append(list, busyThreshold{Model: m.Name(), BusyThresholds: t})
 		}
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Model < list[j].Model })
@@ -49,21 +50,21 @@ func (s *Service) handleSetBusyThreshold(w http.ResponseWriter, r *http.Request)
 		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: busy threshold: model is required"})
 		return
 	}
-	m := s.models.lookup(req.Model)
-	switch {
-	case m == nil:
+	m := s.models.Lookup(req.Model)
+	if m == nil {
 		s.reject(w, r, "", apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Model not found: %s", req.Model)})
 		return
-	case m.kv == nil:
+	}
+	now, err := m.UpdateBusyThresholds(req.BusyThresholds)
+	if errors.Is(err, pipeline.ErrNotKVRouted) {
 		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: busy thresholds apply to --router-mode kv"})
 		return
 	}
-	now, err := m.kv.monitor.UpdateThresholds(req.BusyThresholds)
 	if err != nil {
 		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: " + err.Error()})
 		return
 	}
 	shown, _ := json.Marshal(now)
-	s.log.Info("frontend: busy thresholds set", "model", m.name, "thresholds", string(shown))
-	writeJSON(w, http.StatusOK, busyThreshold{Model: m.name, BusyThresholds: now})
+	s.log.Info("frontend: busy thresholds set", "model", m.Name(), "thresholds", string(shown))
+	writeJSON(w, http.StatusOK, busyThreshold{Model: m.Name(), BusyThresholds: now})
 }

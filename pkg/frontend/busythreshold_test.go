@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/dynamo-go/dynamo/pkg/pipeline"
 )
 
 // Busy thresholds can be read and changed at run time, per model; partial
 // updates keep the other thresholds; bad updates change nothing.
 func TestBusyThresholdEndpoint(t *testing.T) {
-	s := newStack(t, Config{RouterMode: RouterKV})
+	s := newStack(t, Config{}, pipeline.Config{RouterMode: pipeline.RouterKV})
 	startPositionWorkers(t, s, 0)
 
 	get := func() string {
@@ -63,7 +65,7 @@ func TestBusyThresholdEndpoint(t *testing.T) {
 }
 
 func TestBusyThresholdNeedsKVMode(t *testing.T) {
-	s := newStack(t, Config{})
+	s := newStack(t, Config{}, pipeline.Config{})
 	startPositionWorkers(t, s, 0)
 	if r := s.get(t, "/busy_threshold"); r.status != 200 || strings.TrimSpace(string(r.body)) != `{"thresholds":[]}` {
 		t.Errorf("GET in round-robin mode: %d %s", r.status, r.body)

@@ -7,32 +7,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dynamo-go/dynamo/pkg/openai"
-	"github.com/dynamo-go/dynamo/pkg/runtime"
-)
-
-// Router modes.
-const (
-	RouterRoundRobin = "round-robin"
-	RouterRandom     = "random"
 )
 
 // Config configures the service. The zero value of each field means its
-// default (see Defaults); cmd/frontend fills it from flags and environment.
+// default, given in its comment; cmd/frontend fills it from flags and
+// environment. How models are routed is pipeline.Config's business.
 type Config struct {
-	// Namespace restricts discovery to one namespace; "" watches all.
-	Namespace string
-	// RouterMode picks workers: RouterRoundRobin (default), RouterRandom or
-	// RouterKV.
-	RouterMode string
-	// KV configures RouterKV.
-	KV KVConfig
-	// MigrationLimit overrides the model cards' migration_limit when set.
-	MigrationLimit *int
-	// MigrationMaxSeqLen bounds the sequences migration may re-issue; 0 is
-	// no bound.
-	MigrationMaxSeqLen int
-	// KVCacheBlockSize overrides the cards' block size when non-zero.
-	KVCacheBlockSize int
 	// BodyLimit is the largest request body in bytes (default 45 MiB);
 	// larger bodies get 413.
 	BodyLimit int64
@@ -57,30 +37,24 @@ type Config struct {
 	ForceIncludeUsage bool
 	// Decode controls request decoding (unknown fields, nvext).
 	Decode openai.DecodeOptions
-	// MetricsPrefix replaces "dynamo_frontend" in metric names.
-	MetricsPrefix string
-	// MetricsEnv reads the DYN_METRICS_* bucket overrides; nil is none.
-	MetricsEnv func(string) string
 }
 
 // Deps are the service's collaborators.
 type Deps struct {
-	// Runtime is the process's distributed runtime (discovery and request
-	// plane). Required.
-	Runtime *runtime.DistributedRuntime
+	// Models are the served models (*pipeline.Registry). Required.
+	Models models
 	// Logger receives the service's log lines; nil discards.
 	Logger *slog.Logger
-	// Registry receives the metrics and is served at /metrics; nil makes a
-	// new one.
+	// Registry is served at /metrics; nil makes a new one.
 	Registry *prometheus.Registry
+	// Metrics records the HTTP layer's metrics; nil makes them, on
+	// Registry, with the default MetricsConfig.
+	Metrics *Metrics
 	// Clock stamps responses; nil is time.Now.
 	Clock func() time.Time
 }
 
 func (c Config) withDefaults() Config {
-	if c.RouterMode == "" {
-		c.RouterMode = RouterRoundRobin
-	}
 	if c.BodyLimit == 0 {
 		c.BodyLimit = 45 << 20
 	}

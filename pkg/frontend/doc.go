@@ -1,10 +1,13 @@
-// Package frontend is the OpenAI-compatible HTTP service: chi routes for
+// Package frontend is the OpenAI-compatible HTTP layer: chi routes for
 // /v1/chat/completions, /v1/completions and /v1/models (SSE streaming and
-// unary), /health, /live and /metrics; a model registry fed by discovery
-// that builds one pipeline per model (preprocessor -> migration -> push
-// router) when the model's first worker appears and drops it with the last;
-// the mapping of every error to one HTTP status and flat error body; and
-// the request metrics.
+// unary), /health, /live, /metrics and /busy_threshold; request decoding
+// and the request context; the mapping of every error to one HTTP status
+// and OpenAI error body (classify); and the HTTP layer's metrics.
 //
-// cmd/frontend reads flags and environment into Config and runs a Service.
+// It does not know how a model is served: it asks the model registry
+// (*pipeline.Registry, through the small models interface) for a model by
+// name and runs the request with the model's preprocessor over the model's
+// chain. cmd/frontend reads flags and environment into Config and runs a
+// Service next to the registry. Service.Run blocks until its context ends
+// and the server has drained.
 package frontend

@@ -4,13 +4,15 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/dynamo-go/dynamo/pkg/pipeline"
 )
 
 // Without NATS there are no KV events: kv mode falls back, visibly, to the
 // approximate mode, where each routing decision stands in for the events.
 // Prompts that share a long prefix then follow the first one's worker.
 func TestKVRoutingApproximateModeFollowsThePrefix(t *testing.T) {
-	s := newStack(t, Config{RouterMode: RouterKV})
+	s := newStack(t, Config{}, pipeline.Config{RouterMode: pipeline.RouterKV})
 	engines := startPositionWorkers(t, s, 0)
 
 	var health struct {
@@ -52,7 +54,7 @@ func TestKVRoutingApproximateModeFollowsThePrefix(t *testing.T) {
 }
 
 func TestKVRoutingQueryAndWorkerField(t *testing.T) {
-	s := newStack(t, Config{RouterMode: RouterKV})
+	s := newStack(t, Config{}, pipeline.Config{RouterMode: pipeline.RouterKV})
 	engines := startPositionWorkers(t, s, 0)
 	prefix := strings.Repeat("Pack my box with five dozen liquor jugs. ", 40)
 	body := func(extra string) string {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dynamo-go/dynamo/pkg/pipeline"
 )
 
 // Values of the endpoint label.
@@ -52,17 +54,17 @@ type MetricsConfig struct {
 	// the result starts with a digit or ':'. A prefix with no valid
 	// character at all falls back to "dynamo_frontend".
 	Prefix string
-	// Env looks up the DYN_METRICS_<NAME>_{MIN,MAX,COUNT} histogram bucket
-	// overrides of spec §6.5 (NAME is REQUEST_DURATION, INPUT_SEQUENCE,
-	// OUTPUT_SEQUENCE, TTFT or ITL; "" means unset). Nil means no overrides.
-	// main passes os.Getenv.
-	Env func(string) string
+	// Buckets overrides the generated buckets of the histograms it names
+	// (HistogramTTFT, ...); the others keep the defaults of spec §6.5.
+	// cmd/frontend reads them with BucketsFromEnv.
+	Buckets map[string]BucketRange
 }
 
 // Metrics holds the frontend's Prometheus metrics (spec §6.1, §6.2). Build
 // it with NewMetrics. It is safe for concurrent use. A nil *Metrics records
 // nothing: its methods are no-ops and Start returns a nil *Guard, whose
-// methods are no-ops too.
+// methods are no-ops too. It publishes the served models for the
+// pipeline's registry (SetModel, RemoveModel).
 type Metrics struct {
 	requests      *prometheus.CounterVec // model, endpoint, request_type, status, error_type
 	started       *prometheus.CounterVec // model, endpoint, request_type
@@ -93,6 +95,8 @@ type Metrics struct {
 	byModel sync.Map // model -> *modelSeries
 }
 
+var _ pipeline.ModelMetrics = (*Metrics)(nil)
+
 // modelSeries are the per-request series of one model, resolved once so
 // that Start does a single map lookup for them.
 type modelSeries struct {
@@ -102,7 +106,7 @@ type modelSeries struct {
 }
 
 // NewMetrics builds the frontend metrics and registers them on reg. It
-// fails if reg is nil, if a bucket override in cfg.Env is invalid (the
+// fails if reg is nil, if a bucket override in cfg.Buckets is invalid (the
 // error names the variable), or if registration fails (for example because
 // the names are already registered).
 func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) {
@@ -110,24 +114,24 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 		return nil, errors.New("frontend: NewMetrics: nil prometheus.Registerer")
 	}
 	var durationB, islB, oslB, ttftB, itlB []float64
-	for _, b := range []struct {
-		spec metricBucketSpec
+	for _, h := range []struct {
+		name string
 		dst  *[]float64
 	}{
-		{requestDurationBucketSpec, &durationB},
-		{inputSequenceBucketSpec, &islB},
-		{outputSequenceBucketSpec, &oslB},
-		{ttftBucketSpec, &ttftB},
-		{itlBucketSpec, &itlB},
+		{HistogramRequestDuration, &durationB},
+		{HistogramInputSequence, &islB},
+		{HistogramOutputSequence, &oslB},
+		{HistogramTTFT, &ttftB},
+		{HistogramITL, &itlB},
 	} {
-		buckets, err := b.spec.buckets(cfg.Env)
+		buckets, err := histogramBuckets(h.name, cfg.Buckets)
 		if err != nil {
 			return nil, err
 		}
-		*b.dst = buckets
+		*h.dst = buckets
 	}
 
-	prefix := sanitizeMetricsPrefix(cfg.Prefix)
+	prefix := MetricsPrefix(cfg.Prefix)
 	name := func(s string) string { return prefix + "_" + s }
 	counter := func(n, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name(n), Help: help}, labels)
@@ -186,8 +190,9 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 	return m, nil
 }
 
-// sanitizeMetricsPrefix turns p into a valid Prometheus metric name prefix.
-func sanitizeMetricsPrefix(p string) string {
+// MetricsPrefix turns p into a valid Prometheus metric name prefix, as
+// NewMetrics does with MetricsConfig.Prefix ("" gives dynamo_frontend).
+func MetricsPrefix(p string) string {
 	if p == "" {
 		return defaultMetricsPrefix
 	}
@@ -239,21 +244,10 @@ func (m *Metrics) Rejected(model, endpoint string) {
 	m.rejections.WithLabelValues(modelLabel(model), endpoint).Inc()
 }
 
-// ModelConfig is a model's configuration as published in the per-model
-// gauges (spec §6.2): from the model card and the worker's runtime config.
-type ModelConfig struct {
-	ContextLength       int
-	KVCacheBlockSize    int
-	TotalKVBlocks       int
-	MaxNumSeqs          int
-	MaxNumBatchedTokens int
-	MigrationLimit      int
-}
-
 // SetModel publishes c in the six model_* configuration gauges of model and
 // sets model_ready to 1. Call it when the model is added and on each
 // refresh.
-func (m *Metrics) SetModel(model string, c ModelConfig) {
+func (m *Metrics) SetModel(model string, c pipeline.ModelConfig) {
 	if m == nil {
 		return
 	}

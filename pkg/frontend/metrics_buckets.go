@@ -53,82 +53,87 @@ const maxMetricBuckets = 512
 // tokenizerLatencyBucketsMs are the fixed buckets of tokenizer_latency_ms.
 var tokenizerLatencyBucketsMs = []float64{0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512}
 
-// metricBucketSpec is a generated-bucket default and the NAME of its
-// DYN_METRICS_<NAME>_{MIN,MAX,COUNT} overrides.
-type metricBucketSpec struct {
-	name     string
-	min, max float64
-	count    int
+// BucketRange generates a histogram's buckets with LogBuckets(Min, Max,
+// Count).
+type BucketRange struct {
+	Min, Max float64
+	Count    int
 }
 
-// The "new" baseline bucket defaults of spec §6.5. The cached-tokens
-// histogram shares the input-sequence buckets.
-var (
-	requestDurationBucketSpec = metricBucketSpec{"REQUEST_DURATION", 1, 512, 10}
-	inputSequenceBucketSpec   = metricBucketSpec{"INPUT_SEQUENCE", 50, 128000, 12}
-	outputSequenceBucketSpec  = metricBucketSpec{"OUTPUT_SEQUENCE", 50, 32000, 10}
-	ttftBucketSpec            = metricBucketSpec{"TTFT", 0.001, 480, 18}
-	itlBucketSpec             = metricBucketSpec{"ITL", 0.001, 2, 13}
+// The histograms whose buckets can be changed, by the NAME of their
+// DYN_METRICS_<NAME>_{MIN,MAX,COUNT} overrides (spec §6.5). The
+// cached-tokens histogram shares the input-sequence buckets.
+const (
+	HistogramRequestDuration = "REQUEST_DURATION"
+	HistogramInputSequence   = "INPUT_SEQUENCE"
+	HistogramOutputSequence  = "OUTPUT_SEQUENCE"
+	HistogramTTFT            = "TTFT"
+	HistogramITL             = "ITL"
 )
 
-// buckets applies the environment overrides read through env (nil: none;
-// an empty value counts as unset), validates the result and generates the
-// buckets. An unparsable or out-of-range value is an error that names the
-// variable.
-func (s metricBucketSpec) buckets(env func(string) string) ([]float64, error) {
-	minVar := "DYN_METRICS_" + s.name + "_MIN"
-	maxVar := "DYN_METRICS_" + s.name + "_MAX"
-	countVar := "DYN_METRICS_" + s.name + "_COUNT"
-	min, max, count := s.min, s.max, s.count
-	if env != nil {
-		var err error
-		if min, err = envFloat(env, minVar, min); err != nil {
-			return nil, err
+// defaultBuckets are the "new" baseline bucket defaults of spec §6.5.
+var defaultBuckets = map[string]BucketRange{
+	HistogramRequestDuration: {1, 512, 10},
+	HistogramInputSequence:   {50, 128000, 12},
+	HistogramOutputSequence:  {50, 32000, 10},
+	HistogramTTFT:            {0.001, 480, 18},
+	HistogramITL:             {0.001, 2, 13},
+}
+
+// BucketsFromEnv reads the DYN_METRICS_<NAME>_{MIN,MAX,COUNT} overrides
+// through env (cmd/frontend passes os.Getenv; an empty value counts as
+// unset): each histogram with any of them set gets its default range with
+// those values replaced, for MetricsConfig.Buckets. An unparsable value is
+// an error that names the variable.
+func BucketsFromEnv(env func(string) string) (map[string]BucketRange, error) {
+	out := map[string]BucketRange{}
+	for name, r := range defaultBuckets {
+		set := false
+		for _, f := range []struct {
+			suffix string
+			read   func(string) error
+		}{
+			{"_MIN", func(raw string) (err error) { r.Min, err = strconv.ParseFloat(raw, 64); return err }},
+			{"_MAX", func(raw string) (err error) { r.Max, err = strconv.ParseFloat(raw, 64); return err }},
+			{"_COUNT", func(raw string) (err error) { r.Count, err = strconv.Atoi(raw); return err }},
+		} {
+			v := "DYN_METRICS_" + name + f.suffix
+			raw := env(v)
+			if raw == "" {
+				continue
+			}
+			if err := f.read(raw); err != nil {
+				return nil, fmt.Errorf("frontend: %s=%q: %w", v, raw, numErrCause(err))
+			}
+			set = true
 		}
-		if max, err = envFloat(env, maxVar, max); err != nil {
-			return nil, err
-		}
-		if count, err = envInt(env, countVar, count); err != nil {
-			return nil, err
+		if set {
+			out[name] = r
 		}
 	}
+	return out, nil
+}
+
+// histogramBuckets returns the buckets of histogram name: the override in
+// ranges, else the default. An out-of-range value is an error that names
+// its DYN_METRICS_ variable.
+func histogramBuckets(name string, ranges map[string]BucketRange) ([]float64, error) {
+	r, ok := ranges[name]
+	if !ok {
+		r = defaultBuckets[name]
+	}
+	v := "DYN_METRICS_" + name
 	switch {
-	case math.IsNaN(min) || math.IsInf(min, 0) || min <= 0:
-		return nil, fmt.Errorf("frontend: %s=%v: must be a finite number > 0", minVar, min)
-	case math.IsNaN(max) || math.IsInf(max, 0):
-		return nil, fmt.Errorf("frontend: %s=%v: must be a finite number", maxVar, max)
-	case max <= min:
-		return nil, fmt.Errorf("frontend: %s=%v: must be greater than %s=%v", maxVar, max, minVar, min)
-	case count < 1 || count > maxMetricBuckets:
-		return nil, fmt.Errorf("frontend: %s=%d: must be between 1 and %d", countVar, count, maxMetricBuckets)
+	case math.IsNaN(r.Min) || math.IsInf(r.Min, 0) || r.Min <= 0:
+		return nil, fmt.Errorf("frontend: %s_MIN=%v: must be a finite number > 0", v, r.Min)
+	case math.IsNaN(r.Max) || math.IsInf(r.Max, 0):
+		return nil, fmt.Errorf("frontend: %s_MAX=%v: must be a finite number", v, r.Max)
+	case r.Max <= r.Min:
+		return nil, fmt.Errorf("frontend: %s_MAX=%v: must be greater than %s_MIN=%v", v, r.Max, v, r.Min)
+	case r.Count < 1 || r.Count > maxMetricBuckets:
+		return nil, fmt.Errorf("frontend: %s_COUNT=%d: must be between 1 and %d", v, r.Count, maxMetricBuckets)
 	}
-	return LogBuckets(min, max, count), nil
-}
-
-// envFloat reads name through env, returning def when it is unset.
-func envFloat(env func(string) string, name string, def float64) (float64, error) {
-	raw := env(name)
-	if raw == "" {
-		return def, nil
-	}
-	v, err := strconv.ParseFloat(raw, 64)
-	if err != nil {
-		return 0, fmt.Errorf("frontend: %s=%q: %w", name, raw, numErrCause(err))
-	}
-	return v, nil
-}
-
-// envInt reads name through env, returning def when it is unset.
-func envInt(env func(string) string, name string, def int) (int, error) {
-	raw := env(name)
-	if raw == "" {
-		return def, nil
-	}
-	v, err := strconv.Atoi(raw)
-	if err != nil {
-		return 0, fmt.Errorf("frontend: %s=%q: %w", name, raw, numErrCause(err))
-	}
-	return v, nil
+	return LogBuckets(r.Min, r.Max, r.Count), nil
 }
 
 // numErrCause strips strconv's "parsing ..." wrapper, which repeats the value.

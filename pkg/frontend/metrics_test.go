@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dynamo-go/dynamo/pkg/pipeline"
 )
 
 // sample is one gathered series: value for counters and gauges; count, sum
@@ -173,7 +175,11 @@ func TestMetricsBucketEnvOverride(t *testing.T) {
 		"DYN_METRICS_INPUT_SEQUENCE_MAX":   "500",
 		"DYN_METRICS_INPUT_SEQUENCE_COUNT": "2",
 	})
-	m, reg := newTestMetrics(t, MetricsConfig{Env: env})
+	buckets, err := BucketsFromEnv(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, reg := newTestMetrics(t, MetricsConfig{Buckets: buckets})
 	g := m.Start("foo", EndpointChat, true)
 	g.FirstToken(10)
 	g.Chunk(1)
@@ -213,9 +219,14 @@ func TestMetricsBucketEnvErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.wantVar, func(t *testing.T) {
-			m, err := NewMetrics(prometheus.NewRegistry(), MetricsConfig{Env: envMap(tt.env)})
+			// A value that does not parse fails in BucketsFromEnv, one out
+			// of range in NewMetrics; both name the variable.
+			buckets, err := BucketsFromEnv(envMap(tt.env))
 			if err == nil {
-				t.Fatalf("NewMetrics = %v, nil; want an error naming %s", m, tt.wantVar)
+				_, err = NewMetrics(prometheus.NewRegistry(), MetricsConfig{Buckets: buckets})
+			}
+			if err == nil {
+				t.Fatalf("no error; want one naming %s", tt.wantVar)
 			}
 			if !strings.Contains(err.Error(), tt.wantVar) {
 				t.Errorf("error %q does not name %s", err, tt.wantVar)
@@ -464,7 +475,7 @@ func TestMetricsNames(t *testing.T) {
 	g.Cancelled()
 	g.Finish()
 	m.Rejected("foo", EndpointChat)
-	m.SetModel("foo", ModelConfig{})
+	m.SetModel("foo", pipeline.ModelConfig{})
 	m.ObserveTokenizer("detokenize", time.Microsecond)
 
 	var names []string
@@ -503,8 +514,8 @@ func TestMetricsPrefix(t *testing.T) {
 		{"---", "dynamo_frontend"},
 		{"é", "dynamo_frontend"},
 	} {
-		if got := sanitizeMetricsPrefix(tt.in); got != tt.want {
-			t.Errorf("sanitizeMetricsPrefix(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := MetricsPrefix(tt.in); got != tt.want {
+			t.Errorf("MetricsPrefix(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 
@@ -512,7 +523,7 @@ func TestMetricsPrefix(t *testing.T) {
 	g := m.Start("foo", EndpointChat, false)
 	g.OK()
 	g.Finish()
-	m.SetModel("foo", ModelConfig{ContextLength: 8})
+	m.SetModel("foo", pipeline.ModelConfig{ContextLength: 8})
 	got := gather(t, reg)
 	for name := range got {
 		if !strings.HasPrefix(name, "my_prefix_") {
@@ -529,9 +540,9 @@ func TestMetricsPrefix(t *testing.T) {
 
 func TestMetricsRemoveModel(t *testing.T) {
 	m, reg := newTestMetrics(t, MetricsConfig{})
-	foo := ModelConfig{ContextLength: 4096, KVCacheBlockSize: 16, TotalKVBlocks: 1000, MaxNumSeqs: 256, MaxNumBatchedTokens: 8192, MigrationLimit: 3}
+	foo := pipeline.ModelConfig{ContextLength: 4096, KVCacheBlockSize: 16, TotalKVBlocks: 1000, MaxNumSeqs: 256, MaxNumBatchedTokens: 8192, MigrationLimit: 3}
 	m.SetModel("foo", foo)
-	m.SetModel("bar", ModelConfig{ContextLength: 1})
+	m.SetModel("bar", pipeline.ModelConfig{ContextLength: 1})
 	g := m.Start("foo", EndpointChat, false)
 	g.OK()
 	g.Finish()
@@ -610,7 +621,7 @@ func TestNilMetrics(t *testing.T) {
 	g.OK()
 	g.Finish()
 	m.Rejected("foo", EndpointChat)
-	m.SetModel("foo", ModelConfig{})
+	m.SetModel("foo", pipeline.ModelConfig{})
 	m.RemoveModel("foo")
 	m.ObserveTokenizer("tokenize", time.Millisecond)
 }
@@ -650,7 +661,7 @@ func TestMetricsConcurrent(t *testing.T) {
 	for i := range 10 {
 		wg.Go(func() {
 			model := models[i%len(models)]
-			m.SetModel(model, ModelConfig{ContextLength: i})
+			m.SetModel(model, pipeline.ModelConfig{ContextLength: i})
 			m.ObserveTokenizer("tokenize", time.Millisecond)
 			if _, err := reg.Gather(); err != nil {
 				t.Errorf("Gather: %v", err)

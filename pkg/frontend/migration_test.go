@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/openai"
+	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -63,7 +65,7 @@ func startPositionWorkers(t *testing.T, s *stack, drops int32) []*positionEngine
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			done <- backend.Run(ctx, rt, eng, backend.WorkerConfig{
+			done <- worker.Run(ctx, rt, eng, worker.Config{
 				Endpoint:  runtime.EndpointID{Namespace: "dynamo", Component: "backend", Name: "generate"},
 				ModelPath: demoModel, ModelName: "demo",
 			})
@@ -81,9 +83,9 @@ func startPositionWorkers(t *testing.T, s *stack, drops int32) []*positionEngine
 
 func TestMigrationContinuesABrokenStream(t *testing.T) {
 	limit := 3
-	s := newStack(t, Config{MigrationLimit: &limit})
+	s := newStack(t, Config{}, pipeline.Config{MigrationLimit: &limit})
 	engines := startPositionWorkers(t, s, 1)
-	reference := newStack(t, Config{})
+	reference := newStack(t, Config{}, pipeline.Config{})
 	startPositionWorkers(t, reference, 0)
 
 	body := `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":12,"stream":true,"stream_options":{"include_usage":true}}`
@@ -103,7 +105,7 @@ func TestMigrationContinuesABrokenStream(t *testing.T) {
 }
 
 func TestNoMigrationGivesTheErrorEvent(t *testing.T) {
-	s := newStack(t, Config{})
+	s := newStack(t, Config{}, pipeline.Config{})
 	startPositionWorkers(t, s, 1)
 	r := s.post(t, "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":12,"stream":true}`)
 	got := streamText(t, r.body)

@@ -34,8 +34,10 @@ func (s *Service) routes(metrics http.Handler) http.Handler {
 func (s *Service) handleModels(w http.ResponseWriter, _ *http.Request) {
 	list := openai.ModelList{Object: "list", Data: []openai.Model{}}
 	now := s.clock().Unix()
-	for _, m := range s.models.ready() {
-		list.Data = append(list.Data, openai.Model{ID: m.name, Object: "model", Created: now, OwnedBy: "nvidia"})
+	for _, m := range s.models.Models() {
+		if m.Ready() {
+			list.Data = append(list.Data, openai.Model{ID: m.Name(), Object: "model", Created: now, OwnedBy: "nvidia"})
+		}
 	}
 	writeJSON(w, http.StatusOK, list)
 }
@@ -43,12 +45,12 @@ func (s *Service) handleModels(w http.ResponseWriter, _ *http.Request) {
 // handleModel describes one model, by any of its served names.
 func (s *Service) handleModel(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "*")
-	m := s.models.lookup(name)
-	if m == nil || !m.ready() {
+	m := s.models.Lookup(name)
+	if m == nil || !m.Ready() {
 		writeError(w, apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Model not found: %s", name)})
 		return
 	}
-	writeJSON(w, http.StatusOK, openai.Model{ID: m.name, Object: "model", Created: s.clock().Unix(), OwnedBy: "nvidia"})
+	writeJSON(w, http.StatusOK, openai.Model{ID: m.Name(), Object: "model", Created: s.clock().Unix(), OwnedBy: "nvidia"})
 }
 
 type healthBody struct {
@@ -74,7 +76,7 @@ func (s *Service) handleLive(w http.ResponseWriter, _ *http.Request) {
 // handleHealth answers 200 with the served endpoints and worker instances
 // once the first discovery snapshot is in, 503 before and during shutdown.
 func (s *Service) handleHealth(w http.ResponseWriter, _ *http.Request) {
-	synced := s.models.isSynced()
+	synced := s.models.Synced()
 	switch {
 	case s.shuttingDown.Load():
 		writeJSON(w, http.StatusServiceUnavailable, healthBody{Status: "shutting_down", Message: "Service is shutting down"})
@@ -84,24 +86,26 @@ func (s *Service) handleHealth(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	body := healthBody{Status: "healthy", Message: "Service is healthy", Endpoints: []string{}, Instances: []any{}, InitialDiscoveryComplete: &synced}
-	if len(s.models.ready()) > 0 {
-		body.Endpoints = append(body.Endpoints, "/v1/chat/completions", "/v1/completions", "/v1/models")
-	}
-	for _, in := range s.instances() {
-		body.Instances = append(body.Instances, in)
-	}
-	for _, m := range s.models.list() {
-		if m.kv == nil {
+	ready := false
+	for _, m := range s.models.Models() {
+		ready = ready || m.Ready()
+		mode, fallback, ok := m.KVRouting()
+		if !ok {
 			continue
 		}
 		if body.KVRouting == nil {
 			body.KVRouting = map[string]string{}
 		}
-		mode := m.kv.mode
-		if m.kv.degraded.Load() {
+		if fallback {
 			mode += " (no KV events: the event plane needs NATS, --request-plane nats)"
 		}
-		body.KVRouting[m.name] = mode
+		body.KVRouting[m.Name()] = mode
+	}
+	if ready {
+		body.Endpoints = append(body.Endpoints, "/v1/chat/completions", "/v1/completions", "/v1/models")
+	}
+	for _, in := range s.models.Instances() {
+		body.Instances = append(body.Instances, in)
 	}
 	writeJSON(w, http.StatusOK, body)
 }

@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/openai"
+	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor"
-	"github.com/dynamo-go/dynamo/pkg/router/kv"
 )
 
 // workerInfo is the nvext worker_id extra field and the query_instance_id
@@ -19,15 +20,12 @@ type workerInfo struct {
 	PromptBlocks   *int    `json:"prompt_blocks,omitempty"`
 }
 
-func (x *exchange) workerInfo() workerInfo {
-	wi := workerInfo{DecodeWorkerID: x.pick.InstanceID}
-	if d := x.decision; d != (kv.Decision{}) {
-		if wi.DecodeWorkerID == 0 {
-			wi.DecodeWorkerID = d.Worker.ID
-		}
-		wi.DPRank, wi.OverlapBlocks, wi.PromptBlocks = &d.Worker.DPRank, &d.OverlapBlocks, &d.PromptBlocks
+// workerInfoOf reports a placement (none: worker 0).
+func workerInfoOf(p *backend.Placement) workerInfo {
+	if p == nil {
+		return workerInfo{}
 	}
-	return wi
+	return workerInfo{DecodeWorkerID: p.WorkerID, DPRank: p.DPRank, OverlapBlocks: p.OverlapBlocks, PromptBlocks: p.PromptBlocks}
 }
 
 // attachWorker sets the response's nvext.worker_id when the client asked.
@@ -35,7 +33,7 @@ func (x *exchange) attachWorker(resp any) {
 	if !x.wantWorker {
 		return
 	}
-	b, err := json.Marshal(map[string]any{"worker_id": x.workerInfo()})
+	b, err := json.Marshal(map[string]any{"worker_id": workerInfoOf(x.placement)})
 	if err != nil {
 		return
 	}
@@ -71,8 +69,8 @@ func finishes(data any) bool {
 // query answers the query_instance_id annotation: where the request would
 // go, and its prompt's token ids, without generating (needs the kv router
 // mode, whose choice depends on the prompt).
-func (x *exchange) query(c *call, m *model) {
-	if m.kv == nil {
+func (x *exchange) query(c *call, m *pipeline.Model) {
+	if _, _, ok := m.KVRouting(); !ok {
 		x.fail(apiError{http.StatusBadRequest, ErrValidation, "Validation: the query_instance_id annotation needs --router-mode kv"}, false)
 		return
 	}
@@ -81,11 +79,12 @@ func (x *exchange) query(c *call, m *model) {
 		x.fail(x.failure(err), false)
 		return
 	}
-	if err := m.pipeline.Generate(kv.WithQueryOnly(x.ctx()), prep.Request, nil); err != nil {
+	placement, err := m.Decide(prep.Request)
+	if err != nil {
 		x.fail(x.failure(err), false)
 		return
 	}
-	info := x.workerInfo()
+	info := workerInfoOf(placement)
 	if !c.stream {
 		writeJSON(x.w, http.StatusOK, map[string]any{"worker_instance_id": info, "token_data": prep.Request.TokenIDs})
 		x.g.OK()

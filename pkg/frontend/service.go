@@ -15,21 +15,29 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/dynamo-go/dynamo/pkg/migration"
+	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
+
+// models is what the HTTP layer asks of the served models
+// (*pipeline.Registry).
+type models interface {
+	Lookup(name string) *pipeline.Model
+	Models() []*pipeline.Model
+	Synced() bool
+	Instances() []runtime.Instance
+}
+
+var _ models = (*pipeline.Registry)(nil)
 
 // Service is the OpenAI-compatible HTTP frontend.
 type Service struct {
 	cfg      Config
-	rt       *runtime.DistributedRuntime
+	models   models
 	log      *slog.Logger
 	registry *prometheus.Registry
 	metrics  *Metrics
-	migMet   *migration.Metrics
-	kv       *kvShared // KV routing metrics (router mode kv)
 	clock    func() time.Time
-	models   *registry
 	handler  http.Handler
 
 	shuttingDown atomic.Bool
@@ -38,16 +46,11 @@ type Service struct {
 
 // New returns a service; Run starts it.
 func New(cfg Config, deps Deps) (*Service, error) {
-	if deps.Runtime == nil {
-		return nil, errors.New("frontend: Deps.Runtime is required")
+	if deps.Models == nil {
+		return nil, errors.New("frontend: Deps.Models is required")
 	}
 	cfg = cfg.withDefaults()
-	switch cfg.RouterMode {
-	case RouterRoundRobin, RouterRandom, RouterKV:
-	default:
-		return nil, fmt.Errorf("frontend: unknown router mode %q (want %s, %s or %s)", cfg.RouterMode, RouterRoundRobin, RouterRandom, RouterKV)
-	}
-	s := &Service{cfg: cfg, rt: deps.Runtime, log: deps.Logger, registry: deps.Registry, clock: deps.Clock, models: newRegistry()}
+	s := &Service{cfg: cfg, models: deps.Models, log: deps.Logger, registry: deps.Registry, metrics: deps.Metrics, clock: deps.Clock}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -57,18 +60,12 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if s.clock == nil {
 		s.clock = time.Now
 	}
-	m, err := NewMetrics(s.registry, MetricsConfig{Prefix: cfg.MetricsPrefix, Env: cfg.MetricsEnv})
-	if err != nil {
-		return nil, fmt.Errorf("frontend: metrics: %w", err)
-	}
-	s.metrics = m
-	if s.migMet, err = migration.NewMetrics(s.registry, sanitizeMetricsPrefix(cfg.MetricsPrefix)); err != nil {
-		return nil, fmt.Errorf("frontend: metrics: %w", err)
-	}
-	if cfg.RouterMode == RouterKV {
-		if s.kv, err = newKVShared(s.registry); err != nil {
+	if s.metrics == nil {
+		m, err := NewMetrics(s.registry, MetricsConfig{})
+		if err != nil {
 			return nil, fmt.Errorf("frontend: metrics: %w", err)
 		}
+		s.metrics = m
 	}
 	s.handler = s.routes(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	return s, nil
@@ -77,23 +74,12 @@ func New(cfg Config, deps Deps) (*Service, error) {
 // Handler returns the service's HTTP handler.
 func (s *Service) Handler() http.Handler { return s.handler }
 
-// Run serves HTTP on ln (TLS when both paths are given) and watches model
-// discovery until ctx ends. Then /health and /live answer 503 for the
-// grace period while requests are still served, the server stops
-// accepting and waits up to the drain timeout for in-flight requests, and
-// kills the rest.
+// Run serves HTTP on ln (TLS when both paths are given) until ctx ends.
+// Then /health and /live answer 503 for the grace period while requests
+// are still served, the server stops accepting and waits up to the drain
+// timeout for in-flight requests, and kills the rest. It returns nil after
+// that clean stop.
 func (s *Service) Run(ctx context.Context, ln net.Listener, tlsCert, tlsKey string) error {
-	watchCtx, stopWatch := context.WithCancel(context.Background())
-	watchDone := make(chan error, 1)
-	go func() { watchDone <- s.watchModels(watchCtx) }()
-	defer func() {
-		stopWatch()
-		<-watchDone
-		for _, m := range s.models.list() {
-			m.kv.close()
-		}
-	}()
-
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -118,13 +104,6 @@ func (s *Service) Run(ctx context.Context, ln net.Listener, tlsCert, tlsKey stri
 	select {
 	case err := <-serveErr:
 		return fmt.Errorf("frontend: serve: %w", err)
-	case err := <-watchDone:
-		watchDone <- err // for the deferred wait
-		_ = srv.Close()
-		if err == nil {
-			err = errors.New("discovery watch ended")
-		}
-		return fmt.Errorf("frontend: %w", err)
 	case <-ctx.Done():
 	}
 	s.shuttingDown.Store(true)

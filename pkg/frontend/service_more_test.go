@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/backend/worker"
+	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/runtime/discovery"
 )
@@ -38,7 +40,7 @@ func (e *hangEngine) Generate(ctx context.Context, req *backend.Request, emit fu
 }
 
 func TestStreamTimeoutKillsAHungWorker(t *testing.T) {
-	s := newStack(t, Config{StreamTimeout: 300 * time.Millisecond})
+	s := newStack(t, Config{StreamTimeout: 300 * time.Millisecond}, pipeline.Config{})
 	s.addWorker(t, "demo", &hangEngine{})
 	r := s.post(t, "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"x"}]}`)
 	if r.status != http.StatusGatewayTimeout || !strings.Contains(string(r.body), "timed out") {
@@ -56,7 +58,7 @@ func TestStreamTimeoutKillsAHungWorker(t *testing.T) {
 }
 
 func TestDirectRoutingPinsAWorker(t *testing.T) {
-	s := newStack(t, Config{})
+	s := newStack(t, Config{}, pipeline.Config{})
 	a, b := helloEngine(t, 0), helloEngine(t, 0)
 	s.addWorker(t, "demo", a)
 	// A second worker of the same model (same card) on another runtime.
@@ -64,7 +66,7 @@ func TestDirectRoutingPinsAWorker(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- backend.Run(ctx, rt, b, backend.WorkerConfig{
+		done <- worker.Run(ctx, rt, b, worker.Config{
 			Endpoint:  runtime.EndpointID{Namespace: "dynamo", Component: "backend-demo", Name: "generate"},
 			ModelPath: demoModel, ModelName: "demo",
 		})
@@ -100,13 +102,13 @@ func TestDirectRoutingPinsAWorker(t *testing.T) {
 func itoa(n uint64) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestNamespaceFilterAndAliases(t *testing.T) {
-	s := newStack(t, Config{Namespace: "prod"})
+	s := newStack(t, Config{}, pipeline.Config{Namespace: "prod"})
 	for _, ns := range []string{"prod", "staging"} {
 		rt := startRuntime(t, s.mem)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			done <- backend.Run(ctx, rt, helloEngine(t, 0), backend.WorkerConfig{
+			done <- worker.Run(ctx, rt, helloEngine(t, 0), worker.Config{
 				Endpoint:  runtime.EndpointID{Namespace: ns, Component: "backend", Name: "generate"},
 				ModelPath: demoModel, ModelName: "model-" + ns, Aliases: []string{"alias-" + ns},
 			})
@@ -127,7 +129,7 @@ func TestNamespaceFilterAndAliases(t *testing.T) {
 func TestShutdownLetsStreamsFinish(t *testing.T) {
 	mem := discovery.NewMemSpace()
 	frt := startRuntime(t, mem)
-	svc, err := New(Config{ShutdownGrace: -1, DrainTimeout: 10 * time.Second}, Deps{Runtime: frt})
+	svc, err := New(Config{ShutdownGrace: -1, DrainTimeout: 10 * time.Second}, Deps{Models: startModels(t, frt)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +176,11 @@ func TestTLS(t *testing.T) {
 	certPath, keyPath := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	pool := writeSelfSigned(t, certPath, keyPath)
 	mem := discovery.NewMemSpace()
-	svc, err := New(Config{ShutdownGrace: -1}, Deps{Runtime: startRuntime(t, mem)})
+	models, err := pipeline.New(pipeline.Config{}, pipeline.Deps{Runtime: startRuntime(t, mem)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := New(Config{ShutdownGrace: -1}, Deps{Models: models})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +242,7 @@ func (e *textEngine) count() int {
 }
 
 func TestTwoModelsOnOneEndpointKeepTheirTraffic(t *testing.T) {
-	s := newStack(t, Config{})
+	s := newStack(t, Config{}, pipeline.Config{})
 	engines := map[string]*textEngine{}
 	for _, name := range []string{"model-a", "model-b"} {
 		eng := helloEngine(t, 0)
@@ -245,7 +251,7 @@ func TestTwoModelsOnOneEndpointKeepTheirTraffic(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			done <- backend.Run(ctx, rt, eng, backend.WorkerConfig{
+			done <- worker.Run(ctx, rt, eng, worker.Config{
 				Endpoint:  runtime.EndpointID{Namespace: "dynamo", Component: "backend", Name: "generate"},
 				ModelPath: demoModel, ModelName: name,
 			})

@@ -18,7 +18,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/openai"
+	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/runtime/discovery"
 )
@@ -105,12 +107,22 @@ func startRuntime(t *testing.T, mem *discovery.MemSpace) *runtime.DistributedRun
 	return rt
 }
 
-func newStack(t *testing.T, cfg Config) *stack {
+// newStack starts a frontend service and its model registry on a fresh
+// in-process discovery; models configures how the models are routed.
+func newStack(t *testing.T, cfg Config, models pipeline.Config) *stack {
 	t.Helper()
 	s := &stack{mem: discovery.NewMemSpace(), reg: prometheus.NewRegistry(), workers: map[string]context.CancelFunc{}, done: map[string]chan error{}}
 	rt := startRuntime(t, s.mem)
+	met, err := NewMetrics(s.reg, MetricsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := pipeline.New(models, pipeline.Deps{Runtime: rt, Registry: s.reg, Metrics: met})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg.ShutdownGrace = -1
-	svc, err := New(cfg, Deps{Runtime: rt, Registry: s.reg})
+	svc, err := New(cfg, Deps{Models: reg, Registry: s.reg, Metrics: met})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,6 +132,11 @@ func newStack(t *testing.T, cfg Config) *stack {
 		t.Fatal(err)
 	}
 	s.url = "http://" + ln.Addr().String()
+	// The HTTP service stops first, then the registry: as cmd/frontend
+	// orders them.
+	regCtx, stopReg := context.WithCancel(context.Background())
+	regDone := make(chan error, 1)
+	go func() { regDone <- reg.Run(regCtx) }()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx, ln, "", "") }()
@@ -131,8 +148,31 @@ func newStack(t *testing.T, cfg Config) *stack {
 		if err := <-done; err != nil {
 			t.Errorf("service Run: %v", err)
 		}
+		stopReg()
+		if err := <-regDone; err != nil {
+			t.Errorf("registry Run: %v", err)
+		}
 	})
 	return s
+}
+
+// startModels runs a model registry on rt until the test ends.
+func startModels(t *testing.T, rt *runtime.DistributedRuntime) *pipeline.Registry {
+	t.Helper()
+	models, err := pipeline.New(pipeline.Config{}, pipeline.Deps{Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- models.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("registry Run: %v", err)
+		}
+	})
+	return models
 }
 
 // addWorker starts a worker serving the demo model under name.
@@ -142,7 +182,7 @@ func (s *stack) addWorker(t *testing.T, name string, eng backend.Engine) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- backend.Run(ctx, rt, eng, backend.WorkerConfig{
+		done <- worker.Run(ctx, rt, eng, worker.Config{
 			Endpoint:  runtime.EndpointID{Namespace: "dynamo", Component: "backend-" + name, Name: "generate"},
 			ModelPath: demoModel, ModelName: name,
 		})
@@ -246,7 +286,7 @@ func helloEngine(t *testing.T, delay time.Duration) *textEngine {
 }
 
 func TestChatAndCompletionsThroughTheStack(t *testing.T) {
-	s := newStack(t, Config{})
+	s := newStack(t, Config{}, pipeline.Config{})
 	s.addWorker(t, "demo", helloEngine(t, 0))
 
 	t.Run("chat streamed", func(t *testing.T) {
@@ -333,7 +373,7 @@ func TestChatAndCompletionsThroughTheStack(t *testing.T) {
 }
 
 func TestBadRequestsGetClearErrors(t *testing.T) {
-	s := newStack(t, Config{BodyLimit: 64 << 10})
+	s := newStack(t, Config{BodyLimit: 64 << 10}, pipeline.Config{})
 	s.addWorker(t, "demo", helloEngine(t, 0))
 	long := strings.Repeat("word ", 5000)
 	cases := []struct {
@@ -377,7 +417,7 @@ func TestBadRequestsGetClearErrors(t *testing.T) {
 }
 
 func TestClientDisconnectKillsTheRequest(t *testing.T) {
-	s := newStack(t, Config{})
+	s := newStack(t, Config{}, pipeline.Config{})
 	eng := helloEngine(t, 20*time.Millisecond)
 	eng.seen = make(chan string, 1)
 	s.addWorker(t, "demo", eng)
@@ -425,7 +465,7 @@ func grepLines(s, sub string) string {
 }
 
 func TestModelsComeAndGoWithWorkers(t *testing.T) {
-	s := newStack(t, Config{})
+	s := newStack(t, Config{}, pipeline.Config{})
 	s.addWorker(t, "demo-a", helloEngine(t, 0))
 	s.addWorker(t, "demo-b", helloEngine(t, 0))
 	for _, name := range []string{"demo-a", "demo-b"} {
@@ -458,8 +498,7 @@ func TestModelsComeAndGoWithWorkers(t *testing.T) {
 
 func TestShutdownTurnsHealthAndDrains(t *testing.T) {
 	mem := discovery.NewMemSpace()
-	rt := startRuntime(t, mem)
-	svc, err := New(Config{ShutdownGrace: 300 * time.Millisecond}, Deps{Runtime: rt})
+	svc, err := New(Config{ShutdownGrace: 300 * time.Millisecond}, Deps{Models: startModels(t, startRuntime(t, mem))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/openai"
+	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor"
 )
 
 // stream runs the request and answers with server-sent events. Nothing is
 // written until the first chunk (annotation events wait with it), so a
 // failure before the first token is a real HTTP error status.
-func (x *exchange) stream(c *call, m *model) {
+func (x *exchange) stream(c *call, m *pipeline.Model) {
 	ctl := http.NewResponseController(x.w)
 	var buf bytes.Buffer
 	committed := false
@@ -28,7 +29,7 @@ func (x *exchange) stream(c *call, m *model) {
 		startSSE(x.w)
 		committed = true
 	}
-	err := c.run(x.ctx(), m, x.id, func(ev preprocessor.Event) error {
+	err := c.run(x.rc, m, x.id, func(ev preprocessor.Event) error {
 		x.observe(ev)
 		if ev.Name == "" && finishes(ev.Data) {
 			x.attachWorker(ev.Data)

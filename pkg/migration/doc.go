@@ -3,8 +3,9 @@
 // final marker — the request is re-issued on another worker with the
 // tokens generated so far appended to the prompt and max_tokens (and
 // min_tokens) reduced by as many, so the client sees one uninterrupted
-// answer. It sits between the decoder and the router and has the engine's
-// Generate shape.
+// answer. Stage is a backend.Generator: it sits between the preprocessor
+// (whose decoder reads the merged stream) and the routers, and wraps the
+// next stage.
 //
 // One budget covers both failure kinds: the first attempt plus Limit
 // retries. Requests with guided decoding, n > 1 or a pinned worker are

@@ -15,11 +15,6 @@ import (
 // stopped or killed.
 var ErrStopped = errors.New("migration: request is stopped or killed")
 
-// Generator is the next stage (the router): the engine's Generate shape.
-type Generator interface {
-	Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error
-}
-
 // Config configures the stage for one model.
 type Config struct {
 	// Model labels the metrics and log lines.
@@ -36,15 +31,18 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Stage is the migration stage of one model's pipeline.
+// Stage is the migration stage of one model's pipeline: it wraps the next
+// stage (the KV router or the push router).
 type Stage struct {
-	next Generator
+	next backend.Generator
 	cfg  Config
 	log  *slog.Logger
 }
 
+var _ backend.Generator = (*Stage)(nil)
+
 // New returns the stage in front of next.
-func New(next Generator, cfg Config) *Stage {
+func New(next backend.Generator, cfg Config) *Stage {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -83,7 +81,7 @@ func (s *Stage) effectiveLimit(req *backend.Request) int {
 func (s *Stage) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
 	parent, ok := runtime.FromContext(ctx)
 	limit := s.effectiveLimit(req)
-	if !ok || limit == 0 || emit == nil {
+	if !ok || limit == 0 {
 		err := s.next.Generate(ctx, req, emit)
 		if Migratable(err) {
 			s.log.Warn("migration: Cannot recreate stream: migration is off for this request", "model", s.cfg.Model,
@@ -121,8 +119,8 @@ func (a *attempt) run() error {
 			}
 			return fmt.Errorf("%w: context id %s", ErrStopped, a.parent.ID())
 		}
-		// The child sees the caller's context values (routing records)
-		// and ends with it; stop and kill reach it through the link.
+		// The child sees the caller's context values (trace data) and
+		// ends with it; stop and kill reach it through the link.
 		child := runtime.NewContext(a.ctx, a.parent.ID())
 		a.parent.LinkChild(child)
 		a.emitted = 0

@@ -330,7 +330,7 @@ func TestFailureAfterTheFinalOutputIsNotAnError(t *testing.T) {
 	if r.err != nil || len(r.tokens) != 4 {
 		t.Fatalf("%v %v", r.err, r.tokens)
 	}
-	eng := GeneratorFunc(func(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
+	eng := backend.GeneratorFunc(func(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
 		_ = emit(backend.Length(101))
 		return streamEnded // the final marker was lost after the terminal output
 	})
@@ -340,13 +340,6 @@ func TestFailureAfterTheFinalOutputIsNotAnError(t *testing.T) {
 	if err := s.Generate(rc, request(1), func(*backend.Output) error { return nil }); err != nil {
 		t.Errorf("got %v: the client already has the whole answer", err)
 	}
-}
-
-// GeneratorFunc adapts a function to Generator (tests only).
-type GeneratorFunc func(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error
-
-func (f GeneratorFunc) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
-	return f(ctx, req, emit)
 }
 
 func TestMigratable(t *testing.T) {

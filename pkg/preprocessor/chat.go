@@ -17,7 +17,7 @@ import (
 // An error before anything was emitted (validation, template, prompt too
 // long, no worker) is returned with no event sent; an error after that
 // ends the stream and is returned too.
-func (m *Model) Chat(ctx context.Context, id string, req *openai.ChatCompletionRequest, next Generator, emit func(Event) error) error {
+func (m *Model) Chat(ctx context.Context, id string, req *openai.ChatCompletionRequest, next backend.Generator, emit func(Event) error) error {
 	prep, err := m.PrepareChat(req)
 	if err != nil {
 		return err
@@ -27,7 +27,7 @@ func (m *Model) Chat(ctx context.Context, id string, req *openai.ChatCompletionR
 
 // ChatUnary serves a non-streaming chat request: the same stream folded
 // into one chat.completion, usage always included.
-func (m *Model) ChatUnary(ctx context.Context, id string, req *openai.ChatCompletionRequest, next Generator) (*openai.ChatCompletion, error) {
+func (m *Model) ChatUnary(ctx context.Context, id string, req *openai.ChatCompletionRequest, next backend.Generator) (*openai.ChatCompletion, error) {
 	prep, err := m.PrepareChat(req)
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func (m *Model) ChatUnary(ctx context.Context, id string, req *openai.ChatComple
 	return acc.Result(), nil
 }
 
-func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompletionRequest, prep *Prepared, next Generator, usage bool, emit func(Event) error) error {
+func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompletionRequest, prep *Prepared, next backend.Generator, usage bool, emit func(Event) error) error {
 	if err := annotate(id, req.NvExt, prep, emit); err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompl
 		if continuous {
 			chunk.Usage = &openai.Usage{PromptTokens: promptTokens, CompletionTokens: completion, TotalTokens: promptTokens + completion}
 		}
-		st := &Stats{PromptTokens: promptTokens, Tokens: pending, CachedTokens: cachedNow}
+		st := &Stats{PromptTokens: promptTokens, Tokens: pending, CachedTokens: cachedNow, Placement: c.placement}
 		pending = 0
 		return emit(Event{Data: &chunk, Stats: st})
 	}, func(_ int, c int) { cachedNow = &c })

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/openai"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
@@ -16,7 +17,7 @@ import (
 // of prompts fans out into one engine request per prompt (request ids
 // "<id>-<i>"), run concurrently; their chunks are merged and choice i of
 // prompt p gets index p*n+i.
-func (m *Model) Complete(ctx context.Context, id string, req *openai.CompletionRequest, next Generator, emit func(Event) error) error {
+func (m *Model) Complete(ctx context.Context, id string, req *openai.CompletionRequest, next backend.Generator, emit func(Event) error) error {
 	preps, err := m.PrepareCompletion(req)
 	if err != nil {
 		return err
@@ -26,7 +27,7 @@ func (m *Model) Complete(ctx context.Context, id string, req *openai.CompletionR
 
 // CompleteUnary serves a non-streaming completions request: the stream
 // folded into one text_completion, usage always included.
-func (m *Model) CompleteUnary(ctx context.Context, id string, req *openai.CompletionRequest, next Generator) (*openai.Completion, error) {
+func (m *Model) CompleteUnary(ctx context.Context, id string, req *openai.CompletionRequest, next backend.Generator) (*openai.Completion, error) {
 	preps, err := m.PrepareCompletion(req)
 	if err != nil {
 		return nil, err
@@ -44,7 +45,7 @@ func (m *Model) CompleteUnary(ctx context.Context, id string, req *openai.Comple
 	return acc.Result(), nil
 }
 
-func (m *Model) streamCompletion(ctx context.Context, id string, req *openai.CompletionRequest, preps []*Prepared, next Generator, usage bool, emit func(Event) error) error {
+func (m *Model) streamCompletion(ctx context.Context, id string, req *openai.CompletionRequest, preps []*Prepared, next backend.Generator, usage bool, emit func(Event) error) error {
 	for _, p := range preps {
 		if err := annotate(id, req.NvExt, p, emit); err != nil {
 			return err
@@ -97,7 +98,7 @@ func (m *Model) streamCompletion(ctx context.Context, id string, req *openai.Com
 		if continuous {
 			chunk.Usage = &openai.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 		}
-		st := &Stats{PromptTokens: prompt, Tokens: pending, CachedTokens: cachedSum}
+		st := &Stats{PromptTokens: prompt, Tokens: pending, CachedTokens: cachedSum, Placement: c.placement}
 		pending = 0
 		emitErr = emit(Event{Data: &chunk, Stats: st})
 		return emitErr
@@ -133,7 +134,7 @@ func (m *Model) streamCompletion(ctx context.Context, id string, req *openai.Com
 // fanOut runs one engine request per prompt concurrently, each under its
 // own request context "<id>-<i>" linked to the parent, and waits for all.
 // The first failure kills the others.
-func (m *Model) fanOut(ctx context.Context, id string, preps []*Prepared, n int, next Generator, onDelta func(*choice, Delta) error, addCached func(int, int)) error {
+func (m *Model) fanOut(ctx context.Context, id string, preps []*Prepared, n int, next backend.Generator, onDelta func(*choice, Delta) error, addCached func(int, int)) error {
 	parent, hasParent := runtime.FromContext(ctx)
 	errs := make([]error, len(preps))
 	subs := make([]*runtime.Context, len(preps))

@@ -116,7 +116,7 @@ func TestCompletionUnaryAndChoiceIndex(t *testing.T) {
 
 func TestCompletionFanOutFailureKillsSiblings(t *testing.T) {
 	m := demoModel(t)
-	eng := GeneratorFunc(func(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
+	eng := backend.GeneratorFunc(func(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
 		rc, _ := runtime.FromContext(ctx)
 		if strings.HasSuffix(rc.ID(), "-1") {
 			return runtime.NewError(runtime.TypeCannotConnect, "worker gone")

@@ -1,5 +1,6 @@
 // Package preprocessor turns OpenAI requests into engine requests and
-// engine outputs back into OpenAI responses, per model.
+// engine outputs back into OpenAI responses, per model. It is the first
+// stage of a model's pipeline on the frontend.
 //
 // Input side: a Model (built once per model card, with its tokenizer and
 // compiled chat templates) renders the chat template with the request's
@@ -10,12 +11,15 @@
 //
 // Output side: a Decoder per choice detokenizes incrementally, applies stop
 // strings (holding back any text that could still become one), hides stop
-// tokens and EOS, and reports the finish reason. ChatStream and
-// CompletionStream assemble the OpenAI chunks (role first, content deltas,
-// finish chunk, usage chunk), and the accumulators fold them into unary
-// responses.
+// tokens and EOS, and reports the finish reason. Model.Chat and
+// Model.Complete run a request through the next stage (a backend.Generator:
+// the migration stage in the frontend, an engine in tests) and emit Events:
+// the annotations nvext asks for, then the OpenAI chunks (role first,
+// content deltas, the finish chunk, the usage chunk), each with the Stats
+// the HTTP layer's metrics need and the Placement of the worker that
+// produced it. ChatUnary and CompleteUnary, or ChatAccumulator and
+// CompletionAccumulator, fold the chunks into unary responses.
 //
-// Chat and Complete run a whole request through a next stage with the
-// engine's Generate shape (the migration stage, the router, or an engine
-// in tests).
+// A Model is safe for concurrent use; it owns no goroutines (Complete runs
+// a batch of prompts concurrently and waits for them).
 package preprocessor

@@ -8,12 +8,6 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
-// Generator is the next stage of the pipeline (the migration stage, the
-// router, or an engine): the engine's Generate shape.
-type Generator interface {
-	Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error
-}
-
 // Event is one item of a response stream: a chunk (Name empty) or a named
 // annotation event. Data is JSON-encodable; an SSE writer sends
 // "event: <Name>" (when set) and "data: <json>".
@@ -36,6 +30,9 @@ type Stats struct {
 	// CachedTokens is the engine's count of prompt tokens served from its
 	// cache, once known.
 	CachedTokens *int
+	// Placement is where the request's latest output came from (the
+	// worker, and with KV routing its cached prefix), once known.
+	Placement *backend.Placement
 }
 
 // Annotation event names (nvext.annotations).
@@ -53,6 +50,8 @@ type choice struct {
 	done     bool
 	tokens   int // completion tokens accepted
 	offset   int // text emitted so far, in bytes (completions text_offset)
+	// placement is where the choice's latest output came from.
+	placement *backend.Placement
 }
 
 // run sends prep to next and calls onDelta for each decoded delta, in
@@ -60,7 +59,7 @@ type choice struct {
 // and later tokens are ignored. It returns the engine's cached prompt
 // tokens, if reported. An error finish or a stream that ends before every
 // choice finished is an error.
-func (m *Model) run(ctx context.Context, prep *Prepared, n int, next Generator, onDelta func(c *choice, d Delta) error, onCached func(prep int, cached int)) (cached *int, err error) {
+func (m *Model) run(ctx context.Context, prep *Prepared, n int, next backend.Generator, onDelta func(c *choice, d Delta) error, onCached func(prep int, cached int)) (cached *int, err error) {
 	rc, ok := runtime.FromContext(ctx)
 	if !ok {
 		rc = runtime.NewContext(ctx, "")
@@ -97,6 +96,9 @@ func (m *Model) run(ctx context.Context, prep *Prepared, n int, next Generator, 
 			}
 		}
 		c := get(i)
+		if out.Placement != nil {
+			c.placement = out.Placement
+		}
 		if c.done {
 			return nil // trailing tokens after a local stop
 		}

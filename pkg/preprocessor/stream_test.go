@@ -245,7 +245,7 @@ func TestChatStreamErrors(t *testing.T) {
 		}
 	})
 	t.Run("stream without a finish", func(t *testing.T) {
-		eng := GeneratorFunc(func(ctx context.Context, r *backend.Request, emit func(*backend.Output) error) error {
+		eng := backend.GeneratorFunc(func(ctx context.Context, r *backend.Request, emit func(*backend.Output) error) error {
 			return emit(backend.Tokens(39))
 		})
 		err := m.Chat(context.Background(), "e", decodeChat(t, req), eng, func(Event) error { return nil })
@@ -262,11 +262,4 @@ func TestChatStreamErrors(t *testing.T) {
 			t.Fatalf("got %v after %d events, want a validation error and no event", err, sent)
 		}
 	})
-}
-
-// GeneratorFunc adapts a function to Generator (tests only).
-type GeneratorFunc func(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error
-
-func (f GeneratorFunc) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
-	return f(ctx, req, emit)
 }

@@ -2,20 +2,28 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
+	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
 // ErrNoInstances is returned when the endpoint has no instance to call.
 var ErrNoInstances = errors.New("router: no instances")
 
-// Policy picks one instance among candidates: the available instance ids,
-// sorted and never empty.
+// ErrNoRequestContext is returned when a request arrives without a
+// runtime request Context: stop and kill could not reach the worker.
+var ErrNoRequestContext = errors.New("router: request has no runtime.Context")
+
+// Policy picks one instance for req among candidates: the available
+// instance ids, sorted and never empty. It must be safe for concurrent
+// use.
 type Policy interface {
-	Pick(ctx context.Context, candidates []uint64) (uint64, error)
+	Pick(req *backend.Request, candidates []uint64) (uint64, error)
 }
 
 // instanceSource is what the router needs from a runtime client
@@ -29,12 +37,16 @@ type instanceSource interface {
 
 var _ instanceSource = (*runtime.Client)(nil)
 
-// PushRouter sends each request to one instance picked by its policy.
+// PushRouter is the last stage of a model's pipeline: it sends each
+// request to one instance of an endpoint, picked by its policy, and
+// streams the instance's outputs back.
 type PushRouter struct {
 	src    instanceSource
 	policy Policy
 	log    *slog.Logger
 }
+
+var _ backend.Generator = (*PushRouter)(nil)
 
 // New returns a router over the instances of src. A nil logger discards.
 func New(src instanceSource, policy Policy, log *slog.Logger) *PushRouter {
@@ -44,24 +56,27 @@ func New(src instanceSource, policy Policy, log *slog.Logger) *PushRouter {
 	return &PushRouter{src: src, policy: policy, log: log}
 }
 
-// Generate picks an instance and streams its response items to emit. If
-// the picked instance vanished from discovery in the meantime, it picks
-// once more among the rest.
-func (r *PushRouter) Generate(rc *runtime.Context, payload []byte, emit func(item []byte) error) error {
-	return r.generate(rc, payload, emit, nil)
-}
-
-func (r *PushRouter) generate(rc *runtime.Context, payload []byte, emit func(item []byte) error, picked func(uint64)) error {
+// Generate sends req to one instance and streams its outputs to emit, each
+// with its Placement set. A request whose Routing.BackendInstanceID is set
+// goes to that instance, whatever the policy; any other goes where the
+// policy picks, and if that instance vanished from discovery in the
+// meantime, the router picks once more among the rest. ctx must carry the
+// request's runtime.Context (runtime.FromContext).
+func (r *PushRouter) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
+	if req.Routing != nil && req.Routing.BackendInstanceID != nil {
+		return r.GenerateOn(ctx, *req.Routing.BackendInstanceID, req, emit)
+	}
+	rc, payload, err := encode(ctx, req)
+	if err != nil {
+		return err
+	}
 	exclude := uint64(0)
 	for attempt := 0; ; attempt++ {
-		id, err := r.pick(rc, exclude)
+		id, err := r.pick(req, exclude)
 		if err != nil {
 			return err
 		}
-		if picked != nil {
-			picked(id)
-		}
-		err = r.Direct(rc, id, payload, emit)
+		err = r.call(rc, id, payload, emit)
 		if attempt == 0 && errors.Is(err, runtime.ErrUnknownInstance) {
 			r.log.Warn("router: instance disappeared during routing, reselecting", "endpoint", r.src.Endpoint().Path(), "instance_id", id)
 			exclude = id
@@ -71,7 +86,23 @@ func (r *PushRouter) generate(rc *runtime.Context, payload []byte, emit func(ite
 	}
 }
 
-func (r *PushRouter) pick(ctx context.Context, exclude uint64) (uint64, error) {
+// GenerateOn sends req to instance id, which must be available: a choice
+// made before the router, by the KV router or by the request itself.
+func (r *PushRouter) GenerateOn(ctx context.Context, id uint64, req *backend.Request, emit func(*backend.Output) error) error {
+	if _, found := slices.BinarySearch(r.src.Available(), id); !found {
+		return fmt.Errorf("%w: instance %d (%x) does not serve %s", ErrTargetUnavailable, id, id, r.src.Endpoint().Path())
+	}
+	rc, payload, err := encode(ctx, req)
+	if err != nil {
+		return err
+	}
+	return r.call(rc, id, payload, emit)
+}
+
+// Available returns the instances requests can go to now, sorted.
+func (r *PushRouter) Available() []uint64 { return r.src.Available() }
+
+func (r *PushRouter) pick(req *backend.Request, exclude uint64) (uint64, error) {
 	ids := r.src.Available()
 	if exclude != 0 {
 		ids = removeID(ids, exclude)
@@ -79,22 +110,44 @@ func (r *PushRouter) pick(ctx context.Context, exclude uint64) (uint64, error) {
 	if len(ids) == 0 {
 		return 0, fmt.Errorf("%w found for endpoint %s", ErrNoInstances, r.src.Endpoint().Path())
 	}
-	id, err := r.policy.Pick(ctx, ids)
+	id, err := r.policy.Pick(req, ids)
 	if err != nil {
 		return 0, fmt.Errorf("router: %s: %w", r.src.Endpoint().Path(), err)
 	}
 	return id, nil
 }
 
-// Direct calls instance id, whatever the policy. An instance whose call
-// fails for an instance fault (cannot connect, disconnected, timeouts,
-// engine shutdown) is reported down, unless the caller stopped the request.
-func (r *PushRouter) Direct(rc *runtime.Context, id uint64, payload []byte, emit func(item []byte) error) error {
-	err := r.src.Call(rc, id, payload, emit)
+// call sends the encoded request to instance id and decodes its outputs.
+// An instance whose call fails for an instance fault (cannot connect,
+// disconnected, timeouts, engine shutdown) is reported down, unless the
+// caller stopped the request.
+func (r *PushRouter) call(rc *runtime.Context, id uint64, payload []byte, emit func(*backend.Output) error) error {
+	placement := &backend.Placement{WorkerID: id}
+	err := r.src.Call(rc, id, payload, func(item []byte) error {
+		var out backend.Output
+		if err := backend.DecodeOutput(item, &out); err != nil {
+			return fmt.Errorf("router: decode engine output: %w", err)
+		}
+		out.Placement = placement
+		return emit(&out)
+	})
 	if err != nil && runtime.IsInstanceFault(err) && !rc.IsStopped() && !errors.Is(err, runtime.ErrUnknownInstance) {
 		r.src.ReportInstanceDown(id)
 	}
 	return err
+}
+
+// encode returns the request's runtime context and its wire encoding.
+func encode(ctx context.Context, req *backend.Request) (*runtime.Context, []byte, error) {
+	rc, ok := runtime.FromContext(ctx)
+	if !ok {
+		return nil, nil, ErrNoRequestContext
+	}
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("router: encode request: %w", err)
+	}
+	return rc, payload, nil
 }
 
 func removeID(ids []uint64, id uint64) []uint64 {

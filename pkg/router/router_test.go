@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/router"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/runtime/discovery"
@@ -40,7 +41,9 @@ func newFleet(t *testing.T, n int) *fleet {
 		go func() {
 			defer close(done)
 			_ = rt.Endpoint(ep).Serve(ctx, runtime.HandlerFunc(func(_ *runtime.Context, _ []byte, emit func([]byte) error) error {
-				b, _ := json.Marshal(id)
+				out := backend.Stop()
+				out.ExtraArgs, _ = json.Marshal(id)
+				b, _ := backend.AppendOutputJSON(nil, out)
 				return emit(b)
 			}))
 		}()
@@ -91,14 +94,31 @@ func (f *fleet) runtime(t *testing.T) *runtime.DistributedRuntime {
 	return rt
 }
 
-// ask routes one request and returns the id of the worker that answered.
-func ask(t *testing.T, r *router.PushRouter, ctx context.Context) (uint64, error) {
+// ask routes req (nil: an empty request) and returns the id of the worker
+// that answered. The outputs' Placement must name that worker.
+func ask(t *testing.T, r *router.PushRouter, req *backend.Request) (uint64, error) {
 	t.Helper()
+	if req == nil {
+		req = &backend.Request{}
+	}
+	rc := runtime.NewContext(t.Context(), "")
+	defer rc.Release()
 	var got uint64
-	err := r.Generate(runtime.NewContext(ctx, ""), []byte(`{}`), func(item []byte) error {
-		return json.Unmarshal(item, &got)
+	err := r.Generate(rc, req, func(out *backend.Output) error {
+		if err := json.Unmarshal(out.ExtraArgs, &got); err != nil {
+			return err
+		}
+		if out.Placement == nil || out.Placement.WorkerID != got {
+			t.Errorf("worker %x answered; the output's placement says %+v", got, out.Placement)
+		}
+		return nil
 	})
 	return got, err
+}
+
+// pinned is a request that names its instance.
+func pinned(id uint64) *backend.Request {
+	return &backend.Request{Routing: &backend.Routing{BackendInstanceID: &id}}
 }
 
 func TestRoundRobinVisitsEveryWorkerInTurn(t *testing.T) {
@@ -107,7 +127,7 @@ func TestRoundRobinVisitsEveryWorkerInTurn(t *testing.T) {
 	counts := map[uint64]int{}
 	var seq []uint64
 	for range 9 {
-		id, err := ask(t, r, t.Context())
+		id, err := ask(t, r, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +149,7 @@ func TestRandomReachesEveryWorker(t *testing.T) {
 	r := router.New(f.client, router.Random{}, nil)
 	counts := map[uint64]int{}
 	for range 90 {
-		id, err := ask(t, r, t.Context())
+		id, err := ask(t, r, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,15 +167,15 @@ func TestDirectHitsTheNamedWorker(t *testing.T) {
 	f := newFleet(t, 3)
 	r := router.New(f.client, router.Direct{}, nil)
 	for _, w := range f.workers {
-		id, err := ask(t, r, router.WithInstance(t.Context(), w))
+		id, err := ask(t, r, pinned(w))
 		if err != nil || id != w {
 			t.Fatalf("direct to %x answered by %x, %v", w, id, err)
 		}
 	}
-	if _, err := ask(t, r, router.WithInstance(t.Context(), 0xbad)); !errors.Is(err, router.ErrTargetUnavailable) {
+	if _, err := ask(t, r, pinned(0xbad)); !errors.Is(err, router.ErrTargetUnavailable) {
 		t.Fatalf("direct to an unknown worker = %v, want ErrTargetUnavailable", err)
 	}
-	if _, err := ask(t, r, t.Context()); !errors.Is(err, router.ErrNoTarget) {
+	if _, err := ask(t, r, nil); !errors.Is(err, router.ErrNoTarget) {
 		t.Fatalf("direct without a target = %v, want ErrNoTarget", err)
 	}
 }
@@ -163,7 +183,7 @@ func TestDirectHitsTheNamedWorker(t *testing.T) {
 func TestNoInstancesIsAClearError(t *testing.T) {
 	f := newFleet(t, 0)
 	r := router.New(f.client, &router.RoundRobin{}, nil)
-	_, err := ask(t, r, t.Context())
+	_, err := ask(t, r, nil)
 	if !errors.Is(err, router.ErrNoInstances) || err.Error() != "router: no instances found for endpoint test/worker/generate" {
 		t.Fatalf("err = %v", err)
 	}
@@ -187,7 +207,7 @@ func TestUnreachableInstanceIsSkipped(t *testing.T) {
 	r := router.New(f.client, &router.RoundRobin{}, nil)
 	failures := 0
 	for range 6 {
-		id, err := ask(t, r, t.Context())
+		id, err := ask(t, r, nil)
 		if err != nil {
 			if !errors.Is(err, runtime.ErrCannotConnect) {
 				t.Fatalf("call to the ghost = %v, want CannotConnect", err)

@@ -34,3 +34,7 @@ func (rt *DistributedRuntime) Subscribe(ctx context.Context, subject string, han
 	context.AfterFunc(ctx, func() { _ = sub.Unsubscribe() })
 	return nil
 }
+
+// HasEventPlane reports whether the runtime has an event plane (NATS):
+// without one, Subscribe and Publish return ErrNoEventPlane.
+func (rt *DistributedRuntime) HasEventPlane() bool { return rt.nc != nil }

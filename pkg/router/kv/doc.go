@@ -3,6 +3,18 @@
 // weighs prefix overlap against load, and tracking of the load each routed
 // request adds.
 //
+// # One model's routing
+//
+// Model assembles the parts for one served model and is what the
+// frontend's model registry (package pipeline) builds: a backend.Generator
+// stage in front of the push router, with Decide for routing queries
+// (where would this request go, changing nothing), AddWorker and
+// RemoveWorker for discovery's news, and a blocking Run that owns the
+// event-plane subscriptions (KV events, load metrics, replica sync), the
+// loading of joining workers' indexes and the approximate index's expiry.
+// Its outputs carry a backend.Placement with the chosen worker, its dp
+// rank and its cached prefix.
+//
 // # Routing one request
 //
 // The caller hashes the prompt into blocks (package kvblock), asks the
@@ -34,13 +46,16 @@
 //
 // # Concurrency and lifecycle
 //
-// Scheduler, Sequences, LoadMonitor and RouterMetrics are safe for
-// concurrent use and own no goroutines. Hooks (SequencesDeps) run on the
-// caller's goroutine.
+// Model, Router, Scheduler, Sequences, LoadMonitor and Metrics are safe for
+// concurrent use. Only Model.Run, ApproxIndexer.Run (which Model.Run
+// runs) and the event plane's subscription callbacks run goroutines of
+// their own; nothing starts one in a constructor. Hooks (SequencesDeps)
+// run on the caller's goroutine.
 //
 // # Errors
 //
-// Select returns ErrNoWorkers when it has no candidate and an error
+// Select returns ErrNoWorkers when it has no candidate (Decide then
+// returns router.ErrNoInstances) and an error
 // matching both ErrAllWorkersBusy and runtime.ErrWorkerOverloaded when
 // every candidate is busy. Sequences.Add returns ErrDuplicateRequest for a
 // request id that is already active.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
+	"github.com/dynamo-go/dynamo/pkg/router"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -19,10 +21,11 @@ type matcher interface {
 	FindMatches(local []uint64) OverlapScores
 }
 
-// target sends a request to a chosen instance (the push router's typed
-// stage, *router.Engine).
-type target interface {
-	Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error
+// pusher sends a request to an instance the router chose: the push
+// router (*router.PushRouter). Generate is used for requests pinned to an
+// instance and when no worker is available (for its usual answer).
+type pusher interface {
+	backend.Generator
 	GenerateOn(ctx context.Context, id uint64, req *backend.Request, emit func(*backend.Output) error) error
 	Available() []uint64
 }
@@ -37,7 +40,7 @@ type RouterConfig struct {
 
 // RouterDeps are the router's parts.
 type RouterDeps struct {
-	Next      target
+	Next      pusher
 	Matcher   matcher
 	Approx    *ApproxIndexer // set in approximate mode: routing decisions feed it
 	Scheduler *Scheduler
@@ -51,7 +54,7 @@ type RouterDeps struct {
 // the scheduler weigh that overlap against each worker's load, records the
 // request's load on the chosen worker until it ends, and sends it there.
 // A request pinned to an instance (nvext.backend_instance_id) bypasses
-// the choice.
+// the choice. Decide answers where a request would go without sending it.
 type Router struct {
 	cfg RouterConfig
 	d   RouterDeps
@@ -72,6 +75,8 @@ func NewRouter(cfg RouterConfig, d RouterDeps) *Router {
 	}
 	return &Router{cfg: cfg, d: d, log: log, tracked: map[Worker]bool{}}
 }
+
+var _ backend.Generator = (*Router)(nil)
 
 // track makes sure the load tracker knows every candidate: a worker it
 // does not know is costed without its overlap.
@@ -118,42 +123,24 @@ func (r *Router) RemoveWorker(id uint64) {
 	}
 }
 
-// Decision is what the router chose for a request, for annotations.
-type Decision struct {
-	Worker        Worker
-	OverlapBlocks uint32
-	PromptBlocks  int
+// choice is the router's decision for one request and what it was
+// based on.
+type choice struct {
+	sel      Selection
+	local    []uint64 // the prompt's block hashes
+	tracking []uint64 // the hashes Sequences tracks for it
 }
 
-type decisionKey struct{}
-
-type queryOnlyKey struct{}
-
-// WithQueryOnly returns a context in which the router only decides: it
-// fills the Decision (WithDecision) and returns without sending the
-// request or recording its load (the query_instance_id annotation).
-func WithQueryOnly(ctx context.Context) context.Context {
-	return context.WithValue(ctx, queryOnlyKey{}, true)
+// placement is the choice as the response reports it.
+func (c *choice) placement() *backend.Placement {
+	rank, overlap, blocks := c.sel.Worker.DPRank, c.sel.OverlapBlocks, len(c.local)
+	return &backend.Placement{WorkerID: c.sel.Worker.ID, DPRank: &rank, OverlapBlocks: &overlap, PromptBlocks: &blocks}
 }
 
-// WithDecision returns a context whose KV routing decision is stored in
-// *d once the router made it (for the query_instance_id annotation and
-// nvext worker_id).
-func WithDecision(ctx context.Context, d *Decision) context.Context {
-	return context.WithValue(ctx, decisionKey{}, d)
-}
-
-// Generate routes req and streams the chosen worker's outputs to emit.
-func (r *Router) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
-	if req.Routing != nil && req.Routing.BackendInstanceID != nil {
-		if q, _ := ctx.Value(queryOnlyKey{}).(bool); q {
-			if d, ok := ctx.Value(decisionKey{}).(*Decision); ok && d != nil {
-				*d = Decision{Worker: Worker{ID: *req.Routing.BackendInstanceID}, PromptBlocks: len(req.TokenIDs) / max(1, r.cfg.BlockSize)}
-			}
-			return nil
-		}
-		return r.d.Next.Generate(ctx, req, emit)
-	}
+// choose hashes req's prompt into blocks, finds the workers' cached
+// overlap and load, and lets the scheduler pick a worker. It changes no
+// load or cache state.
+func (r *Router) choose(req *backend.Request) (*choice, error) {
 	start := time.Now()
 	local := kvblock.LocalHashes(req.TokenIDs, r.cfg.BlockSize)
 	hashed := time.Now()
@@ -173,33 +160,58 @@ func (r *Router) Generate(ctx context.Context, req *backend.Request, emit func(*
 		Loads: r.d.Sequences.Loads(tracking), Override: override(req.RouterConfigOverride),
 	})
 	if err != nil {
-		if errors.Is(err, ErrNoWorkers) {
-			// Let the push router give its usual "no instances" answer.
-			return r.d.Next.Generate(ctx, req, emit)
-		}
-		return err
+		return nil, err
 	}
 	done := time.Now()
 	r.d.Metrics.ObserveOverhead(Overhead{BlockHashing: hashed.Sub(start), FindMatches: matched.Sub(hashed),
 		SeqHashing: seqHashed.Sub(matched), Scheduling: done.Sub(seqHashed), Total: done.Sub(start)})
 	r.d.Metrics.ObserveSelection(sel)
-	if d, ok := ctx.Value(decisionKey{}).(*Decision); ok && d != nil {
-		*d = Decision{Worker: sel.Worker, OverlapBlocks: sel.OverlapBlocks, PromptBlocks: len(local)}
+	return &choice{sel: sel, local: local, tracking: tracking}, nil
+}
+
+// Decide answers where req would be routed now, without sending it or
+// recording its load (the query_instance_id annotation). A pinned request
+// goes to its instance.
+func (r *Router) Decide(req *backend.Request) (*backend.Placement, error) {
+	if req.Routing != nil && req.Routing.BackendInstanceID != nil {
+		blocks := len(req.TokenIDs) / max(1, r.cfg.BlockSize)
+		return &backend.Placement{WorkerID: *req.Routing.BackendInstanceID, PromptBlocks: &blocks}, nil
 	}
-	if q, _ := ctx.Value(queryOnlyKey{}).(bool); q {
-		return nil
+	c, err := r.choose(req)
+	if errors.Is(err, ErrNoWorkers) {
+		return nil, fmt.Errorf("%w: %w", router.ErrNoInstances, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.placement(), nil
+}
+
+// Generate routes req and streams the chosen worker's outputs to emit,
+// each with the decision's Placement. The request's load counts against
+// the worker until its stream ends.
+func (r *Router) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
+	if req.Routing != nil && req.Routing.BackendInstanceID != nil {
+		return r.d.Next.Generate(ctx, req, emit)
+	}
+	c, err := r.choose(req)
+	if errors.Is(err, ErrNoWorkers) {
+		// Let the push router give its usual "no instances" answer.
+		return r.d.Next.Generate(ctx, req, emit)
+	}
+	if err != nil {
+		return err
 	}
 	if r.d.Approx != nil {
-		r.d.Approx.RecordRouting(sel.Worker, local)
+		r.d.Approx.RecordRouting(c.sel.Worker, c.local)
 	}
-
 	id := requestID(ctx)
 	expected := 0
 	if req.StopConditions.MaxTokens != nil {
 		expected = int(*req.StopConditions.MaxTokens)
 	}
-	if _, err := r.d.Sequences.Add(ActiveRequest{ID: id, Worker: sel.Worker, Hashes: tracking, ISL: len(req.TokenIDs),
-		Overlap: sel.OverlapBlocks, ExpectedOutputTokens: expected}); err != nil {
+	if _, err := r.d.Sequences.Add(ActiveRequest{ID: id, Worker: c.sel.Worker, Hashes: c.tracking, ISL: len(req.TokenIDs),
+		Overlap: c.sel.OverlapBlocks, ExpectedOutputTokens: expected}); err != nil {
 		r.log.Warn("kv router: request not tracked", "request_id", id, "err", err)
 	} else {
 		defer r.d.Sequences.Free(id)
@@ -209,14 +221,15 @@ func (r *Router) Generate(ctx context.Context, req *backend.Request, emit func(*
 	if req.Routing != nil {
 		rt = *req.Routing
 	}
-	rank := sel.Worker.DPRank
+	rank := c.sel.Worker.DPRank
 	rt.DPRank = &rank
 	routed.Routing = &rt
+	placement := c.placement()
 	first := true
 	generated := 0
 	bs := max(1, r.cfg.BlockSize)
 	blocks := (len(req.TokenIDs) + bs - 1) / bs
-	return r.d.Next.GenerateOn(ctx, sel.Worker.ID, &routed, func(out *backend.Output) error {
+	return r.d.Next.GenerateOn(ctx, c.sel.Worker.ID, &routed, func(out *backend.Output) error {
 		if n := len(out.TokenIDs); n > 0 {
 			if first {
 				first = false
@@ -230,6 +243,7 @@ func (r *Router) Generate(ctx context.Context, req *backend.Request, emit func(*
 				r.d.Sequences.AddOutputBlock(id, generated)
 			}
 		}
+		out.Placement = placement
 		return emit(out)
 	})
 }

@@ -2,11 +2,13 @@ package kv
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
+	"github.com/dynamo-go/dynamo/pkg/router"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -71,16 +73,28 @@ func tokens(n int, salt uint32) []uint32 {
 	return out
 }
 
-func route(t *testing.T, r *Router, id string, toks []uint32) Decision {
+// route sends a request through r and returns the placement its outputs
+// carry.
+func route(t *testing.T, r *Router, id string, toks []uint32) *backend.Placement {
 	t.Helper()
-	var d Decision
+	var got *backend.Placement
 	rc := runtime.NewContext(context.Background(), id)
 	defer rc.Release()
 	req := &backend.Request{TokenIDs: toks, StopConditions: backend.StopConditions{MaxTokens: backend.Ptr(uint32(2))}}
-	if err := r.Generate(WithDecision(rc, &d), req, func(*backend.Output) error { return nil }); err != nil {
+	err := r.Generate(rc, req, func(out *backend.Output) error {
+		if got != nil && out.Placement != got {
+			t.Errorf("request %s: outputs carry different placements %+v and %+v", id, got, out.Placement)
+		}
+		got = out.Placement
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return d
+	if got == nil || got.DPRank == nil || got.OverlapBlocks == nil || got.PromptBlocks == nil {
+		t.Fatalf("request %s: outputs carry placement %+v, want the full decision", id, got)
+	}
+	return got
 }
 
 func TestRouterFollowsTheCachedPrefix(t *testing.T) {
@@ -91,8 +105,8 @@ func TestRouterFollowsTheCachedPrefix(t *testing.T) {
 	cache(t, idx, 2, long[:48]) // worker 2 holds the first 12 blocks
 	for i := range 5 {
 		d := route(t, r, "req-"+string(rune('a'+i)), append(append([]uint32{}, long...), tokens(8, uint32(10+i))...))
-		if d.Worker.ID != 2 || d.OverlapBlocks != 12 || d.PromptBlocks != 18 {
-			t.Fatalf("request %d: decision %+v, want worker 2 with 12 of 18 blocks cached", i, d)
+		if d.WorkerID != 2 || *d.OverlapBlocks != 12 || *d.PromptBlocks != 18 {
+			t.Fatalf("request %d: placed on %x with %d of %d blocks cached, want worker 2 with 12 of 18", i, d.WorkerID, *d.OverlapBlocks, *d.PromptBlocks)
 		}
 	}
 }
@@ -103,7 +117,7 @@ func TestRouterSpreadsLoadWithoutOverlap(t *testing.T) {
 	r, seqs := newTestRouter(t, idx, tgt)
 	// While the first request is generating, a second unrelated one must
 	// go to the other, idle worker: the first one's load is tracked.
-	var second Decision
+	var second *backend.Placement
 	tgt.during = func() {
 		tgt.during = nil
 		if seqs.Active() != 1 {
@@ -112,8 +126,8 @@ func TestRouterSpreadsLoadWithoutOverlap(t *testing.T) {
 		second = route(t, r, "b", tokens(32, 2))
 	}
 	first := route(t, r, "a", tokens(32, 1))
-	if first.Worker.ID == second.Worker.ID {
-		t.Errorf("both requests went to worker %d; the second should avoid the loaded one", first.Worker.ID)
+	if first.WorkerID == second.WorkerID {
+		t.Errorf("both requests went to worker %d; the second should avoid the loaded one", first.WorkerID)
 	}
 	if seqs.Active() != 0 {
 		t.Errorf("active requests %d after both ended, want 0", seqs.Active())
@@ -133,5 +147,39 @@ func TestRouterHonoursAPinnedWorker(t *testing.T) {
 	}
 	if len(tgt.sent) != 1 || tgt.sent[0] != 1 {
 		t.Errorf("sent to %v, want the pinned worker 1", tgt.sent)
+	}
+}
+
+// Decide answers where a request would go, as Generate would place it,
+// without sending it or counting its load.
+func TestRouterDecideChangesNothing(t *testing.T) {
+	idx := NewIndexer(IndexerOptions{})
+	tgt := &fakeTarget{workers: []uint64{1, 2, 3}}
+	r, seqs := newTestRouter(t, idx, tgt)
+	long := tokens(40, 3)
+	cache(t, idx, 3, long[:32])
+	req := &backend.Request{TokenIDs: long}
+	for range 3 {
+		p, err := r.Decide(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.WorkerID != 3 || *p.OverlapBlocks != 8 || *p.PromptBlocks != 10 {
+			t.Fatalf("decided worker %x with %d of %d blocks cached, want worker 3 with 8 of 10", p.WorkerID, *p.OverlapBlocks, *p.PromptBlocks)
+		}
+	}
+	if len(tgt.sent) != 0 || seqs.Active() != 0 {
+		t.Fatalf("a decision sent %v and left %d active requests; want nothing sent, nothing tracked", tgt.sent, seqs.Active())
+	}
+	if got := route(t, r, "q", long); got.WorkerID != 3 {
+		t.Errorf("the request went to %x after the decision named 3", got.WorkerID)
+	}
+	pinned := &backend.Request{TokenIDs: long, Routing: &backend.Routing{BackendInstanceID: backend.Ptr(uint64(2))}}
+	if p, err := r.Decide(pinned); err != nil || p.WorkerID != 2 {
+		t.Errorf("a pinned request decided %+v, %v; want its instance 2", p, err)
+	}
+	empty, _ := newTestRouter(t, idx, &fakeTarget{})
+	if _, err := empty.Decide(req); !errors.Is(err, router.ErrNoInstances) {
+		t.Errorf("no workers: %v, want router.ErrNoInstances", err)
 	}
 }

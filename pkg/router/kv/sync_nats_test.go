@@ -10,6 +10,7 @@ import (
 
 	"github.com/dynamo-go/dynamo/internal/testenv"
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
 	"github.com/dynamo-go/dynamo/pkg/router/kv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
@@ -95,7 +96,7 @@ func TestEventSyncOverNATSLoadsDumpsAndFillsGaps(t *testing.T) {
 	wctx, stopWorker := context.WithCancel(context.Background())
 	runErr := make(chan error, 1)
 	go func() {
-		runErr <- backend.Run(wctx, workerRT, eng, backend.WorkerConfig{Endpoint: ep, ModelPath: "../../../models/demo"})
+		runErr <- worker.Run(wctx, workerRT, eng, worker.Config{Endpoint: ep, ModelPath: "../../../models/demo"})
 	}()
 	t.Cleanup(func() { stopWorker(); <-runErr })
 	pub := <-eng.pub

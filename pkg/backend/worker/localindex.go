@@ -1,4 +1,4 @@
-package backend
+package worker
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // fill gaps in the events they received and take a full dump when they
 // discover the worker. It returns a function that waits for the endpoints
 // to stop (they stop with ctx) and returns the first error.
-func (w *Worker) serveLocalIndexes(ctx context.Context, local map[int]*kvblock.LocalIndex) func() error {
+func (w *server) serveLocalIndexes(ctx context.Context, local map[int]*kvblock.LocalIndex) func() error {
 	var wg sync.WaitGroup
 	errs := make([]error, 0, len(local))
 	var mu sync.Mutex

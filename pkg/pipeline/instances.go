@@ -1,4 +1,4 @@
-package frontend
+package pipeline
 
 import (
 	"sync"
@@ -6,7 +6,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
-// modelInstances is the router's view of one model's workers: the
+// modelInstances is the push router's view of one model's workers: the
 // endpoint's instances that published this model's card. Two models served
 // on one endpoint thus never get each other's requests.
 type modelInstances struct {

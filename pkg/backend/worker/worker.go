@@ -1,4 +1,4 @@
-package backend
+package worker
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/hfhub"
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
@@ -19,9 +20,9 @@ const (
 	ModeDecode     = "decode"
 )
 
-// WorkerConfig configures a Worker. Zero fields take the defaults in their
+// Config configures Run. Zero fields take the defaults in their
 // comments.
-type WorkerConfig struct {
+type Config struct {
 	// Endpoint is the endpoint to serve (default dyn://dynamo.backend.generate).
 	Endpoint runtime.EndpointID
 	// ModelPath is a local Hugging Face model directory or a hub id
@@ -41,7 +42,7 @@ type WorkerConfig struct {
 	// ChatTemplateFile is a Jinja chat template file that replaces the
 	// model's own (--custom-jinja-template); "" keeps the model's.
 	ChatTemplateFile string
-	// ValidateStreams wraps every engine stream in ValidateStream (tests,
+	// ValidateStreams wraps every engine stream in backend.ValidateStream (tests,
 	// debug builds): a contract violation fails the request loudly.
 	ValidateStreams bool
 	// Hub resolves ModelPath (HF_HOME, HF_TOKEN, ...).
@@ -50,7 +51,7 @@ type WorkerConfig struct {
 	Logger *slog.Logger
 }
 
-func (c WorkerConfig) withDefaults() WorkerConfig {
+func (c Config) withDefaults() Config {
 	if c.Endpoint == (runtime.EndpointID{}) {
 		c.Endpoint = runtime.EndpointID{Namespace: "dynamo", Component: "backend", Name: "generate"}
 	}
@@ -67,18 +68,18 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 }
 
 // Validate reports the first invalid setting.
-func (c WorkerConfig) Validate() error {
+func (c Config) Validate() error {
 	switch c.DisaggregationMode {
 	case "", ModeAggregated, ModePrefill, ModeDecode:
 	default:
-		return fmt.Errorf("backend: disaggregation mode %q: want aggregated, prefill or decode", c.DisaggregationMode)
+		return fmt.Errorf("worker: disaggregation mode %q: want aggregated, prefill or decode", c.DisaggregationMode)
 	}
 	if c.MigrationLimit < 0 {
-		return fmt.Errorf("backend: migration limit %d must not be negative", c.MigrationLimit)
+		return fmt.Errorf("worker: migration limit %d must not be negative", c.MigrationLimit)
 	}
 	for _, t := range c.ModelTypes {
 		if t != "chat" && t != "completions" {
-			return fmt.Errorf("backend: model type %q: want chat or completions", t)
+			return fmt.Errorf("worker: model type %q: want chat or completions", t)
 		}
 	}
 	if c.Endpoint != (runtime.EndpointID{}) {
@@ -88,41 +89,41 @@ func (c WorkerConfig) Validate() error {
 }
 
 // ErrStartFailed wraps the error of an engine whose Start failed.
-var ErrStartFailed = errors.New("backend: engine start failed")
+var ErrStartFailed = errors.New("worker: engine start failed")
 
 // Run serves engine as a worker of rt until ctx ends, then shuts down in
 // order. The steps:
 //
-//  1. give a KVEventSource its event publisher;
+//  1. give a backend.KVEventSource its event publisher;
 //  2. Start the engine (on failure: Cleanup, return ErrStartFailed);
-//  3. let a MetricsSource register its metrics;
+//  3. let a backend.MetricsSource register its metrics;
 //  4. publish the model card (v1/mdc/..., bound to the lease);
 //  5. serve the endpoint: each request is decoded, handed to Generate,
 //     and its outputs streamed back; a stopped or killed request is
-//     reported to an Aborter once;
+//     reported to a backend.Aborter once;
 //  6. when ctx ends: remove the card; the runtime unregisters the
 //     instance, keeps taking requests for the grace period, refuses new
 //     ones and drains in-flight ones; then Cleanup, once.
 //
 // Run returns nil after a clean shutdown. rt must be running (rt.Run).
-func Run(ctx context.Context, rt *runtime.DistributedRuntime, engine Engine, cfg WorkerConfig) error {
+func Run(ctx context.Context, rt *runtime.DistributedRuntime, engine backend.Engine, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	cfg = cfg.withDefaults()
-	w := &Worker{rt: rt, engine: engine, cfg: cfg, log: cfg.Logger}
+	w := &server{rt: rt, engine: engine, cfg: cfg, log: cfg.Logger}
 	return w.run(ctx)
 }
 
-// Worker serves one Engine on one endpoint. Build it with Run.
-type Worker struct {
+// server serves one engine on one endpoint for Run.
+type server struct {
 	rt     *runtime.DistributedRuntime
-	engine Engine
-	cfg    WorkerConfig
+	engine backend.Engine
+	cfg    Config
 	log    *slog.Logger
 }
 
-func (w *Worker) run(ctx context.Context) (err error) {
+func (w *server) run(ctx context.Context) (err error) {
 	cleaned := false
 	cleanup := func() {
 		if cleaned {
@@ -133,15 +134,15 @@ func (w *Worker) run(ctx context.Context) (err error) {
 		defer cancel()
 		start := time.Now()
 		if cerr := w.engine.Cleanup(cctx); cerr != nil {
-			w.log.Error("backend: engine cleanup failed", "err", cerr)
-			err = errors.Join(err, fmt.Errorf("backend: cleanup: %w", cerr))
+			w.log.Error("worker: engine cleanup failed", "err", cerr)
+			err = errors.Join(err, fmt.Errorf("worker: cleanup: %w", cerr))
 		}
-		w.log.Info("backend: engine cleaned up", "took", time.Since(start))
+		w.log.Info("worker: engine cleaned up", "took", time.Since(start))
 	}
 	defer cleanup()
 
 	var local map[int]*kvblock.LocalIndex
-	if src, ok := w.engine.(KVEventSource); ok {
+	if src, ok := w.engine.(backend.KVEventSource); ok {
 		pub := newEventPublisher(w.rt, w.cfg.Endpoint, w.log)
 		local = map[int]*kvblock.LocalIndex{}
 		for _, r := range src.KVEventSources() {
@@ -162,14 +163,14 @@ func (w *Worker) run(ctx context.Context) (err error) {
 		ecfg.ServedModelName = w.cfg.ModelName
 	}
 	ecfg.Aliases = append(ecfg.Aliases, w.cfg.Aliases...)
-	w.log.Info("backend: engine started", "model", ecfg.Name(), "took", time.Since(started))
+	w.log.Info("worker: engine started", "model", ecfg.Name(), "took", time.Since(started))
 
-	if ms, ok := w.engine.(MetricsSource); ok {
-		if _, err := ms.SetupMetrics(MetricsContext{
+	if ms, ok := w.engine.(backend.MetricsSource); ok {
+		if _, err := ms.SetupMetrics(backend.MetricsContext{
 			Model: ecfg.Name(), Namespace: w.cfg.Endpoint.Namespace, Component: w.cfg.Endpoint.Component,
 			Endpoint: w.cfg.Endpoint.Name, Registerer: w.rt.Registry(),
 		}); err != nil {
-			return fmt.Errorf("backend: engine metrics: %w", err)
+			return fmt.Errorf("worker: engine metrics: %w", err)
 		}
 	}
 
@@ -191,11 +192,11 @@ func (w *Worker) run(ctx context.Context) (err error) {
 		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := w.rt.Store().Delete(dctx, cardKey); err != nil {
-			w.log.Warn("backend: removing the model card failed; it expires with the lease", "err", err)
+			w.log.Warn("worker: removing the model card failed; it expires with the lease", "err", err)
 		}
 		stopServing()
 	}()
-	w.log.Info("backend: serving", "endpoint", w.cfg.Endpoint.String(), "model", ecfg.Name())
+	w.log.Info("worker: serving", "endpoint", w.cfg.Endpoint.String(), "model", ecfg.Name())
 	queries := w.serveLocalIndexes(serveCtx, local)
 	err = w.rt.Endpoint(w.cfg.Endpoint).Serve(serveCtx, runtime.HandlerFunc(w.handle))
 	stopServing()
@@ -203,7 +204,7 @@ func (w *Worker) run(ctx context.Context) (err error) {
 		err = qerr
 	}
 	if err != nil {
-		return fmt.Errorf("backend: serve %s: %w", w.cfg.Endpoint, err)
+		return fmt.Errorf("worker: serve %s: %w", w.cfg.Endpoint, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package backend_test
+package worker_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
@@ -48,7 +49,7 @@ func (e *kvEngine) Generate(ctx context.Context, req *backend.Request, emit func
 
 func TestWorkerServesItsLocalKVIndex(t *testing.T) {
 	eng := &kvEngine{}
-	h := newHarness(t, eng, backend.WorkerConfig{})
+	h := newHarness(t, eng, worker.Config{})
 	h.connect(t)
 	for range 3 {
 		if _, err := h.generate(runtime.NewContext(t.Context(), ""), request(1), nil); err != nil {

@@ -1,4 +1,4 @@
-package backend
+package worker
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func (p *eventPublisher) PublishKVEvent(ctx context.Context, dpRank int, event a
 		}
 		if ev != nil {
 			if err := x.Apply(ev.Event); err != nil {
-				p.log.Warn("backend: kv event out of order in the local index", "dp_rank", dpRank, "err", err)
+				p.log.Warn("worker: kv event out of order in the local index", "dp_rank", dpRank, "err", err)
 			}
 		}
 	}
@@ -56,12 +56,12 @@ func (p *eventPublisher) PublishLoad(ctx context.Context, _ int, metrics any) er
 func (p *eventPublisher) publish(ctx context.Context, subject string, v any) error {
 	b, err := kvblock.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("backend: encode event: %w", err)
+		return fmt.Errorf("worker: encode event: %w", err)
 	}
 	err = p.rt.Publish(ctx, subject, b)
 	if errors.Is(err, runtime.ErrNoEventPlane) {
 		p.warnOnce.Do(func() {
-			p.log.Warn("backend: no event plane; KV events and load metrics are not published (use --request-plane nats)")
+			p.log.Warn("worker: no event plane; KV events and load metrics are not published (use --request-plane nats)")
 		})
 		return nil
 	}

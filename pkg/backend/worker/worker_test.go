@@ -1,4 +1,4 @@
-package backend_test
+package worker_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/runtime/discovery"
@@ -22,7 +23,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const demoModel = "../../models/demo"
+const demoModel = "../../../models/demo"
 
 var testEP = runtime.EndpointID{Namespace: "test", Component: "backend", Name: "generate"}
 
@@ -104,7 +105,7 @@ type harness struct {
 	runErr         chan error
 }
 
-func newHarness(t *testing.T, eng backend.Engine, cfg backend.WorkerConfig) *harness {
+func newHarness(t *testing.T, eng backend.Engine, cfg worker.Config) *harness {
 	t.Helper()
 	mem := discovery.NewMemSpace()
 	h := &harness{runErr: make(chan error, 1)}
@@ -117,7 +118,7 @@ func newHarness(t *testing.T, eng backend.Engine, cfg backend.WorkerConfig) *har
 	cfg.ValidateStreams = true
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stopWorker = cancel
-	go func() { h.runErr <- backend.Run(ctx, h.worker, eng, cfg) }()
+	go func() { h.runErr <- worker.Run(ctx, h.worker, eng, cfg) }()
 	t.Cleanup(func() { cancel(); <-h.runErr })
 	return h
 }
@@ -190,7 +191,7 @@ func decodeCard(t *testing.T, b []byte) *modelcard.Card {
 
 func TestWorkerServesAndPublishesTheCard(t *testing.T) {
 	eng := &scripted{}
-	h := newHarness(t, eng, backend.WorkerConfig{MigrationLimit: 3, Aliases: []string{"alias-a"}})
+	h := newHarness(t, eng, worker.Config{MigrationLimit: 3, Aliases: []string{"alias-a"}})
 	h.connect(t)
 
 	kvs, err := h.caller.Store().List(t.Context(), "v1/mdc/test/backend/generate/")
@@ -223,7 +224,7 @@ func TestCustomChatTemplateReplacesTheModels(t *testing.T) {
 	if err := os.WriteFile(custom, []byte(tmpl), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, &scripted{}, backend.WorkerConfig{ChatTemplateFile: custom})
+	h := newHarness(t, &scripted{}, worker.Config{ChatTemplateFile: custom})
 	h.connect(t)
 	kvs, err := h.caller.Store().List(t.Context(), "v1/mdc/test/backend/generate/")
 	if err != nil || len(kvs) != 1 {
@@ -237,7 +238,7 @@ func TestCustomChatTemplateReplacesTheModels(t *testing.T) {
 
 func TestStopEndsWithCancelledAndAborts(t *testing.T) {
 	eng := &scripted{delay: 5 * time.Millisecond}
-	h := newHarness(t, eng, backend.WorkerConfig{})
+	h := newHarness(t, eng, worker.Config{})
 	h.connect(t)
 	rc := runtime.NewContext(t.Context(), "stop-1")
 	outs, err := h.generate(rc, request(10000), func(o *backend.Output) {
@@ -268,7 +269,7 @@ func TestStopEndsWithCancelledAndAborts(t *testing.T) {
 }
 
 func TestDroppedStreamLooksLikeACrash(t *testing.T) {
-	h := newHarness(t, &scripted{dropAfter: 2}, backend.WorkerConfig{})
+	h := newHarness(t, &scripted{dropAfter: 2}, worker.Config{})
 	h.connect(t)
 	outs, err := h.generate(runtime.NewContext(t.Context(), ""), request(10), nil)
 	if !errors.Is(err, runtime.ErrDisconnected) || len(outs) != 2 {
@@ -277,7 +278,7 @@ func TestDroppedStreamLooksLikeACrash(t *testing.T) {
 }
 
 func TestContractViolationFailsLoudly(t *testing.T) {
-	h := newHarness(t, &scripted{afterTerminal: true}, backend.WorkerConfig{})
+	h := newHarness(t, &scripted{afterTerminal: true}, worker.Config{})
 	h.connect(t)
 	_, err := h.generate(runtime.NewContext(t.Context(), ""), request(2), nil)
 	if err == nil || !strings.Contains(err.Error(), "contract") {
@@ -289,8 +290,8 @@ func TestStartFailureCleansUpAndSaysWhy(t *testing.T) {
 	eng := &scripted{startErr: errors.New("no GPU")}
 	mem := discovery.NewMemSpace()
 	rt := startRuntime(t, mem)
-	err := backend.Run(t.Context(), rt, eng, backend.WorkerConfig{Endpoint: testEP, ModelPath: demoModel})
-	if !errors.Is(err, backend.ErrStartFailed) || !strings.Contains(err.Error(), "no GPU") {
+	err := worker.Run(t.Context(), rt, eng, worker.Config{Endpoint: testEP, ModelPath: demoModel})
+	if !errors.Is(err, worker.ErrStartFailed) || !strings.Contains(err.Error(), "no GPU") {
 		t.Fatalf("Run = %v, want ErrStartFailed with the reason", err)
 	}
 	if eng.cleanups != 1 {
@@ -300,7 +301,7 @@ func TestStartFailureCleansUpAndSaysWhy(t *testing.T) {
 
 func TestShutdownUnregistersDrainsThenCleansUp(t *testing.T) {
 	eng := &scripted{delay: 2 * time.Millisecond}
-	h := newHarness(t, eng, backend.WorkerConfig{})
+	h := newHarness(t, eng, worker.Config{})
 	h.connect(t)
 	result := make(chan error, 1)
 	var outs []*backend.Output

@@ -1,4 +1,4 @@
-package backend
+package worker
 
 import (
 	"context"
@@ -6,22 +6,23 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/hfhub"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 )
 
 // ErrNoModelPath is returned when a worker has no model to publish a card for.
-var ErrNoModelPath = errors.New("backend: no model path (--model-path)")
+var ErrNoModelPath = errors.New("worker: no model path (--model-path)")
 
 // publishCard resolves the model directory, builds the model card from it
 // and the engine's configuration, and writes it under the lease.
-func (w *Worker) publishCard(ctx context.Context, ecfg Config) (string, error) {
+func (w *server) publishCard(ctx context.Context, ecfg backend.Config) (string, error) {
 	if w.cfg.ModelPath == "" {
 		return "", ErrNoModelPath
 	}
 	dir, err := hfhub.Resolve(ctx, w.cfg.Hub, w.cfg.ModelPath)
 	if err != nil {
-		return "", fmt.Errorf("backend: model %s: %w", w.cfg.ModelPath, err)
+		return "", fmt.Errorf("worker: model %s: %w", w.cfg.ModelPath, err)
 	}
 	card, err := modelcard.FromDir(dir, modelcard.Options{
 		Name:               ecfg.Name(),
@@ -41,21 +42,21 @@ func (w *Worker) publishCard(ctx context.Context, ecfg Config) (string, error) {
 		},
 	})
 	if err != nil {
-		return "", fmt.Errorf("backend: model card: %w", err)
+		return "", fmt.Errorf("worker: model card: %w", err)
 	}
 	ep := w.cfg.Endpoint
 	rec, err := modelcard.NewRecord(ep.Namespace, ep.Component, ep.Name, w.rt.InstanceID(), card)
 	if err != nil {
-		return "", fmt.Errorf("backend: model card: %w", err)
+		return "", fmt.Errorf("worker: model card: %w", err)
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {
-		return "", fmt.Errorf("backend: model card record: %w", err)
+		return "", fmt.Errorf("worker: model card record: %w", err)
 	}
 	key := rec.Key()
 	if err := w.rt.Store().Put(ctx, key, b); err != nil {
-		return "", fmt.Errorf("backend: publish model card: %w", err)
+		return "", fmt.Errorf("worker: publish model card: %w", err)
 	}
-	w.log.Info("backend: model card published", "key", key, "bytes", len(b))
+	w.log.Info("worker: model card published", "key", key, "bytes", len(b))
 	return key, nil
 }

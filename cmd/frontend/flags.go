@@ -1,0 +1,66 @@
+package main
+
+import (
+	"github.com/dynamo-go/dynamo/internal/envflag"
+	"github.com/dynamo-go/dynamo/pkg/pipeline"
+)
+
+// flags are the frontend's own flags, each bound to its environment
+// variables (a flag on the command line wins).
+type flags struct {
+	set *envflag.Set
+
+	host, tlsCert, tlsKey                         *string
+	port                                          *int
+	namespace, routerMode, metricsPrefix          *string
+	blockSize, migrationLimit, migrationMaxSeq    *int
+	kvWeight, kvWeightAlias, temperature, ttlSecs *float64
+	kvEvents, noKVEvents, replicaSync             *bool
+	trackBlocks, noTrackBlocks                    *bool
+	busyDecode, busyPrefillFrac                   *float64
+	busyPrefill                                   *int64
+}
+
+func register(s *envflag.Set) *flags {
+	return &flags{
+		set:     s,
+		host:    s.String("http-host", "0.0.0.0", "address to listen on", "DYN_HTTP_HOST"),
+		port:    s.Int("http-port", 8000, "port to listen on; 0 picks a free port (the log says which)", "DYN_HTTP_PORT"),
+		tlsCert: s.String("tls-cert-path", "", "TLS certificate (PEM); serve HTTPS with --tls-key-path", "DYN_TLS_CERT_PATH"),
+		tlsKey:  s.String("tls-key-path", "", "TLS private key (PEM)", "DYN_TLS_KEY_PATH"),
+
+		namespace:       s.String("namespace", "", "serve only the models of this namespace; empty serves all", "DYN_NAMESPACE"),
+		routerMode:      s.String("router-mode", pipeline.RouterRoundRobin, "how to pick a worker: round-robin, random, or kv (by cached prefix and load)", "DYN_ROUTER_MODE"),
+		blockSize:       s.Int("kv-cache-block-size", 0, "KV cache block size in tokens; 0 takes the model card's", "DYN_KV_CACHE_BLOCK_SIZE"),
+		migrationLimit:  s.Int("migration-limit", 0, "times a broken stream may move to another worker; overrides the model cards' limit when given", "DYN_MIGRATION_LIMIT"),
+		migrationMaxSeq: s.Int("migration-max-seq-len", 0, "longest sequence (prompt + generated) a migration may re-issue; 0 is no bound", "DYN_MIGRATION_MAX_SEQ_LEN"),
+		metricsPrefix:   s.String("metrics-prefix", "dynamo_frontend", "prefix of the metric names", "DYN_METRICS_PREFIX"),
+
+		kvWeight:        s.Float64("kv-overlap-score-weight", 1.0, "router mode kv: weight of cached prefix blocks against load", "DYN_KV_OVERLAP_SCORE_WEIGHT", "DYN_ROUTER_KV_OVERLAP_SCORE_WEIGHT", "DYN_OVERLAP_SCORE_WEIGHT"),
+		kvWeightAlias:   s.Float64("router-kv-overlap-score-weight", 1.0, "same as --kv-overlap-score-weight"),
+		temperature:     s.Float64("router-temperature", 0, "router mode kv: 0 picks the cheapest worker, > 0 samples by softmax over costs", "DYN_ROUTER_TEMPERATURE"),
+		kvEvents:        s.Bool("kv-events", true, "router mode kv: follow the workers' KV events (needs NATS)", "DYN_ROUTER_USE_KV_EVENTS", "DYN_KV_EVENTS"),
+		noKVEvents:      s.Bool("no-kv-events", false, "router mode kv: route without KV events (approximate mode: routing decisions stand in for them)"),
+		ttlSecs:         s.Float64("router-ttl-secs", 120, "approximate mode: seconds a routed prompt counts as cached", "DYN_ROUTER_TTL_SECS"),
+		replicaSync:     s.Bool("router-replica-sync", false, "router mode kv: share active load with the other frontends over NATS", "DYN_ROUTER_REPLICA_SYNC"),
+		trackBlocks:     s.Bool("track-active-blocks", true, "router mode kv: count the blocks of active requests as load", "DYN_ROUTER_TRACK_ACTIVE_BLOCKS"),
+		noTrackBlocks:   s.Bool("no-track-active-blocks", false, "same as --track-active-blocks=false"),
+		busyDecode:      s.Float64("active-decode-blocks-threshold", -1, "router mode kv: a worker whose active KV blocks exceed this fraction of its cache is busy and skipped; -1 is off", "DYN_ACTIVE_DECODE_BLOCKS_THRESHOLD"),
+		busyPrefill:     s.Int64("active-prefill-tokens-threshold", -1, "router mode kv: a worker with more queued prefill tokens is busy; -1 is off", "DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD"),
+		busyPrefillFrac: s.Float64("active-prefill-tokens-threshold-frac", -1, "router mode kv: same, as a fraction of the worker's max batched tokens; -1 is off", "DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC"),
+	}
+}
+
+const envHelp = `HTTP environment:
+  DYN_HTTP_BODY_LIMIT_MB                   largest request body in MiB (45)
+  DYN_HTTP_GRACEFUL_SHUTDOWN_TIMEOUT_SECS  /health answers 503 this long before draining (5)
+  DYN_HTTP_DRAIN_TIMEOUT_SECS              in-flight requests may finish this long (30)
+  DYN_HTTP_BACKEND_STREAM_TIMEOUT_SECS     longest wait for a worker's next item (none)
+  DYN_HTTP_OVERLOAD_STATUS_CODE            status for overload rejections (503)
+  DYN_ENABLE_FORCE_INCLUDE_USAGE           always send the usage chunk (false)
+  DYN_IGNORE_OPENAI_FE_UNSUPPORTED_FIELDS  ignore unknown request fields instead of refusing them (false)
+  DYN_DISABLE_FRONTEND_NVEXT               refuse the nvext extension (false)
+  DYN_METRICS_<NAME>_{MIN,MAX,COUNT}       histogram buckets (see docs)
+  DYN_LOG                                  log level: debug, info, warn, error (info)
+  DYN_PPROF_ADDR                           serve Go profiles (/debug/pprof/) on this address (off)
+`

@@ -1,0 +1,63 @@
+package worker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+)
+
+// handle serves one request: decode it, run Generate, stream the outputs.
+func (w *server) handle(rc *runtime.Context, payload []byte, emit func([]byte) error) error {
+	var req backend.Request
+	if err := json.Unmarshal(payload, &req); err != nil {
+		return runtime.NewError(backend.TypeInvalidArgument, "worker: bad request: %v", err)
+	}
+
+	// Tell an backend.Aborter once when the request is stopped or killed.
+	if ab, ok := w.engine.(backend.Aborter); ok {
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-rc.Stopped():
+				ab.Abort(rc, rc.ID())
+			case <-done:
+			}
+		}()
+		defer func() { close(done); wg.Wait() }()
+	}
+
+	send := func(o *backend.Output) error {
+		if o == nil {
+			return fmt.Errorf("%w: nil output", backend.ErrContractViolation)
+		}
+		b, err := backend.AppendOutputJSON(nil, o)
+		if err != nil {
+			return fmt.Errorf("worker: encode output: %w", err)
+		}
+		return emit(b)
+	}
+	var finish func(error) error
+	if w.cfg.ValidateStreams {
+		send, finish = backend.ValidateStream(send, backend.ValidateStop(rc))
+	}
+	err := w.engine.Generate(rc, &req, send)
+	if finish != nil {
+		// finish returns Generate's error, joined with any violation.
+		if err = finish(err); errors.Is(err, backend.ErrContractViolation) {
+			w.log.Error("worker: engine broke the stream contract", "request_id", rc.ID(), "err", err)
+		}
+	}
+	if errors.Is(err, backend.ErrDropStream) {
+		// Fault injection: end like a crashed worker, without the final marker.
+		w.log.Warn("worker: dropping the response stream (fault injection)", "request_id", rc.ID())
+		rc.Kill()
+	}
+	return err
+}

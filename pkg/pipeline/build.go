@@ -1,0 +1,98 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/migration"
+	"github.com/dynamo-go/dynamo/pkg/modelcard"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor"
+	"github.com/dynamo-go/dynamo/pkg/router"
+	"github.com/dynamo-go/dynamo/pkg/router/kv"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+)
+
+// build loads the card's tokenizer and templates and wires the model's
+// chain, each stage wrapping the next:
+//
+//	migration -> [KV router] -> push router -> the workers of ep
+//
+// It starts the chain's goroutines (the KV router's Run) under the
+// model's own context, which Model.close ends.
+func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.EndpointID) (*Model, error) {
+	if r.cfg.KVCacheBlockSize > 0 {
+		card.KVCacheBlockSize = uint32(r.cfg.KVCacheBlockSize)
+	}
+	pre, err := preprocessor.NewModel(card, preprocessor.Options{Clock: r.clock})
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	client, err := r.rt.Endpoint(ep).Client(cctx)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", ep.Path(), err)
+	}
+	m := &Model{name: card.DisplayName, card: card, pre: pre, workers: newModelInstances(client), keys: map[string]bool{}}
+	push := router.New(m.workers, r.policy(), r.log)
+	var next backend.Generator = push
+	if r.cfg.RouterMode == RouterKV {
+		if m.kv, err = r.newKV(card, ep, push); err != nil {
+			return nil, fmt.Errorf("kv router: %w", err)
+		}
+		next = m.kv
+	}
+	m.head = migration.New(next, migration.Config{
+		Model: card.DisplayName, Limit: r.migrationLimit(card), MaxSeqLen: r.cfg.MigrationMaxSeqLen,
+		Metrics: r.migMet, Logger: r.log,
+	})
+	r.start(ctx, m)
+	return m, nil
+}
+
+// policy returns the push router's policy for the configured mode (KV
+// routing chooses its worker before the push router does).
+func (r *Registry) policy() router.Policy {
+	if r.cfg.RouterMode == RouterRandom {
+		return router.Random{}
+	}
+	return &router.RoundRobin{}
+}
+
+// newKV builds the model's KV routing in front of push.
+func (r *Registry) newKV(card *modelcard.Card, ep runtime.EndpointID, push *router.PushRouter) (*kv.Model, error) {
+	bs := int(card.KVCacheBlockSize)
+	if bs <= 0 {
+		bs = modelcard.DefaultBlockSize
+	}
+	rc := card.RuntimeConfig
+	info := kv.ModelInfo{Name: card.DisplayName, Endpoint: ep, BlockSize: bs, Capacity: kv.WorkerCapacity{
+		TotalKVBlocks:       uint64(max(0, rc.TotalKVBlocks)),
+		MaxNumBatchedTokens: uint64(max(0, rc.MaxNumBatchedTokens)),
+		DataParallelSize:    uint32(max(1, rc.DataParallelSize)),
+	}}
+	return kv.NewModel(r.cfg.KV, info, kv.ModelDeps{
+		Events: r.rt, Querier: kv.NewRuntimeQuerier(r.rt, ep.Namespace, ep.Component), Next: push,
+		Metrics: r.kvMet, Logger: r.log,
+	})
+}
+
+// start runs the model's goroutines until Model.close. A KV router whose
+// Run fails (its subscriptions could not be opened) keeps routing on what
+// it knows; the failure is logged.
+func (r *Registry) start(ctx context.Context, m *Model) {
+	mctx, stop := context.WithCancel(ctx)
+	m.stop, m.done = stop, make(chan struct{})
+	if m.kv == nil {
+		close(m.done)
+		return
+	}
+	go func() {
+		defer close(m.done)
+		if err := m.kv.Run(mctx); err != nil {
+			r.log.Error("pipeline: KV routing stopped; requests are routed without fresh KV events or load", "model", m.name, "err", err)
+		}
+	}()
+}

@@ -1,0 +1,69 @@
+package pipeline
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dynamo-go/dynamo/pkg/router/kv"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+)
+
+// Router modes: how a model's requests pick a worker.
+const (
+	RouterRoundRobin = "round-robin" // each worker in turn
+	RouterRandom     = "random"      // a worker at random
+	RouterKV         = "kv"          // by cached prefix and load (package router/kv)
+)
+
+// Config configures the registry: how it builds every model's chain. The
+// zero value of each field means its default; cmd/frontend fills it from
+// flags and environment.
+type Config struct {
+	// Namespace restricts discovery to one namespace; "" watches all.
+	Namespace string
+	// RouterMode picks workers: RouterRoundRobin (default), RouterRandom or
+	// RouterKV.
+	RouterMode string
+	// KV configures RouterKV.
+	KV kv.Config
+	// MigrationLimit overrides the model cards' migration_limit when set.
+	MigrationLimit *int
+	// MigrationMaxSeqLen bounds the sequences migration may re-issue; 0 is
+	// no bound.
+	MigrationMaxSeqLen int
+	// KVCacheBlockSize overrides the cards' block size when non-zero.
+	KVCacheBlockSize int
+	// MetricsPrefix starts the names of the model and migration metrics
+	// ("" means dynamo_frontend). It must be a valid Prometheus name
+	// prefix: cmd/frontend passes the frontend's (frontend.MetricsPrefix).
+	MetricsPrefix string
+}
+
+// Deps are the registry's collaborators.
+type Deps struct {
+	// Runtime is the process's distributed runtime: discovery, the request
+	// plane and the event plane. Required.
+	Runtime *runtime.DistributedRuntime
+	// Logger receives the log lines; nil discards.
+	Logger *slog.Logger
+	// Registry receives the model, migration and KV routing metrics; nil
+	// makes a private one.
+	Registry prometheus.Registerer
+	// Metrics publishes the served models (model_ready and the model_*
+	// gauges); nil publishes nothing.
+	Metrics ModelMetrics
+	// Clock stamps the responses' "created" field; nil is time.Now.
+	Clock func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.RouterMode == "" {
+		c.RouterMode = RouterRoundRobin
+	}
+	if c.MetricsPrefix == "" {
+		c.MetricsPrefix = "dynamo_frontend"
+	}
+	return c
+}

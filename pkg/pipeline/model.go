@@ -1,0 +1,134 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+
+	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/modelcard"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor"
+	"github.com/dynamo-go/dynamo/pkg/router/kv"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+)
+
+// ErrNotKVRouted is returned by what only KV-aware routing can answer
+// (Model.Decide, the busy thresholds) for a model routed otherwise.
+var ErrNotKVRouted = errors.New("pipeline: the model is not routed by KV cache (--router-mode kv)")
+
+// BusyThresholds are a KV-routed model's busy thresholds (see
+// kv.BusyThresholds).
+type BusyThresholds = kv.BusyThresholds
+
+// Model is one served model: its card, its preprocessor, and the chain of
+// stages that serves its requests,
+//
+//	migration -> [KV router] -> push router -> the card's endpoint
+//
+// built when the model's first worker appears. A Model is a
+// backend.Generator: the head of that chain. It is safe for concurrent
+// use.
+type Model struct {
+	name    string
+	card    *modelcard.Card
+	pre     *preprocessor.Model
+	head    backend.Generator // the migration stage
+	workers *modelInstances
+	kv      *kv.Model // nil unless RouterKV
+
+	keys map[string]bool // the card keys that keep it alive; guarded by Registry.mu
+
+	// stop ends the model's goroutines (the KV router's Run); done is
+	// closed when they have returned.
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+var _ backend.Generator = (*Model)(nil)
+
+// Name returns the model's canonical served name.
+func (m *Model) Name() string { return m.name }
+
+// Card returns the model card the model was built from.
+func (m *Model) Card() *modelcard.Card { return m.card }
+
+// Serves reports whether the model serves requests of type t (chat,
+// completions).
+func (m *Model) Serves(t modelcard.ModelType) bool { return m.card.ModelType.Has(t) }
+
+// Preprocessor returns the model's preprocessor: templates, tokenizer and
+// the output decoder.
+func (m *Model) Preprocessor() *preprocessor.Model { return m.pre }
+
+// Generate sends req through the model's chain and streams the outputs
+// back, each with the Placement of the worker that produced it.
+func (m *Model) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
+	return m.head.Generate(ctx, req, emit)
+}
+
+// Ready reports whether a worker can take the model's requests now: a
+// card alone is not enough, its instance must be registered too.
+func (m *Model) Ready() bool { return len(m.workers.Available()) > 0 }
+
+// Instances returns the discovered worker instances that serve the model.
+func (m *Model) Instances() []runtime.Instance { return m.workers.Instances() }
+
+// Decide answers where req would be routed, without generating or
+// recording load (the query_instance_id annotation). It needs KV routing,
+// whose choice depends on the prompt: otherwise ErrNotKVRouted.
+func (m *Model) Decide(req *backend.Request) (*backend.Placement, error) {
+	if m.kv == nil {
+		return nil, ErrNotKVRouted
+	}
+	return m.kv.Decide(req)
+}
+
+// KVRouting returns the model's KV routing mode, kv.ModeEvents or
+// kv.ModeApproximate, and whether approximate mode is a fallback (KV
+// events were wanted but the event plane is missing); ok is false for a
+// model routed otherwise.
+func (m *Model) KVRouting() (mode string, fallback, ok bool) {
+	if m.kv == nil {
+		return "", false, false
+	}
+	mode, fallback = m.kv.Mode()
+	return mode, fallback, true
+}
+
+// BusyThresholds returns a KV-routed model's busy thresholds in force.
+func (m *Model) BusyThresholds() (BusyThresholds, error) {
+	if m.kv == nil {
+		return BusyThresholds{}, ErrNotKVRouted
+	}
+	return m.kv.Thresholds(), nil
+}
+
+// UpdateBusyThresholds changes the thresholds u sets, keeps the others,
+// and returns the thresholds now in force.
+func (m *Model) UpdateBusyThresholds(u BusyThresholds) (BusyThresholds, error) {
+	if m.kv == nil {
+		return BusyThresholds{}, ErrNotKVRouted
+	}
+	return m.kv.UpdateThresholds(u)
+}
+
+// addWorker and removeWorker keep the chain's view of the workers in step
+// with discovery.
+func (m *Model) addWorker(id uint64) {
+	m.workers.add(id)
+	if m.kv != nil {
+		m.kv.AddWorker(id)
+	}
+}
+
+func (m *Model) removeWorker(id uint64) {
+	m.workers.remove(id)
+	if m.kv != nil {
+		m.kv.RemoveWorker(id)
+	}
+}
+
+// close ends the model's goroutines and waits for them.
+func (m *Model) close() {
+	m.stop()
+	<-m.done
+}

@@ -1,0 +1,208 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dynamo-go/dynamo/pkg/modelcard"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+	"github.com/dynamo-go/dynamo/pkg/runtime/discovery"
+)
+
+// ErrWatchEnded is returned by Run when discovery stopped reporting before
+// Run's context ended (the runtime lost its store).
+var ErrWatchEnded = errors.New("pipeline: discovery watch ended")
+
+// Run lists, then watches, the model cards in discovery and keeps the
+// models in step until ctx ends. Then it stops every model's goroutines
+// and returns nil; it returns ErrWatchEnded if discovery stops first.
+func (r *Registry) Run(ctx context.Context) error {
+	prefix := modelcard.Prefix
+	if r.cfg.Namespace != "" {
+		prefix = modelcard.NamespacePrefix(r.cfg.Namespace)
+	}
+	defer r.closeAll()
+	events, err := r.rt.Store().Watch(ctx, prefix)
+	if err != nil {
+		return fmt.Errorf("pipeline: watch %s: %w", prefix, err)
+	}
+	for ev := range events {
+		r.apply(ctx, ev)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return ErrWatchEnded
+}
+
+// apply brings the models in step with one discovery event.
+func (r *Registry) apply(ctx context.Context, ev discovery.Event) {
+	switch ev.Type {
+	case discovery.EventResync:
+		live := map[string]bool{}
+		for _, kv := range ev.Snapshot {
+			live[kv.Key] = true
+			r.addCard(ctx, kv.Key, kv.Value)
+		}
+		for _, key := range r.knownKeys() {
+			if !live[key] {
+				r.removeCard(key)
+			}
+		}
+		r.mu.Lock()
+		r.synced = true
+		r.mu.Unlock()
+	case discovery.EventPut:
+		r.addCard(ctx, ev.Key, ev.Value)
+	case discovery.EventDelete:
+		r.removeCard(ev.Key)
+	}
+}
+
+func (r *Registry) knownKeys() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	keys := make([]string, 0, len(r.byKey))
+	for k := range r.byKey {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// addCard registers one worker's card: the first worker of a model builds
+// its chain; later workers join it if their card matches.
+func (r *Registry) addCard(ctx context.Context, key string, value []byte) {
+	r.mu.RLock()
+	_, known := r.byKey[key]
+	r.mu.RUnlock()
+	if known {
+		return
+	}
+	rec, card, ok := r.decodeCard(key, value)
+	if !ok {
+		return
+	}
+	r.mu.RLock()
+	m := r.models[card.DisplayName]
+	r.mu.RUnlock()
+	if m != nil {
+		r.joinModel(m, key, rec, card)
+		return
+	}
+	ep := runtime.EndpointID{Namespace: rec.Namespace, Component: rec.Component, Name: rec.Endpoint}
+	start := time.Now()
+	m, err := r.build(ctx, card, ep)
+	if err != nil {
+		r.log.Error("pipeline: cannot serve model", "model", card.DisplayName, "key", key, "err", err)
+		return
+	}
+	m.keys[key] = true
+	m.addWorker(rec.InstanceID)
+	r.mu.Lock()
+	for _, n := range card.Names() {
+		if other := r.names[n]; other != nil && other != m {
+			r.log.Warn("pipeline: served name already taken by another model; alias ignored", "name", n, "model", m.name, "owner", other.name)
+			continue
+		}
+		r.names[n] = m
+	}
+	r.models[m.name] = m
+	r.byKey[key] = m
+	r.mu.Unlock()
+	r.metrics.SetModel(m.name, ModelConfig{
+		ContextLength:       int(card.ContextLength),
+		KVCacheBlockSize:    int(card.KVCacheBlockSize),
+		TotalKVBlocks:       card.RuntimeConfig.TotalKVBlocks,
+		MaxNumSeqs:          card.RuntimeConfig.MaxNumSeqs,
+		MaxNumBatchedTokens: card.RuntimeConfig.MaxNumBatchedTokens,
+		MigrationLimit:      r.migrationLimit(card),
+	})
+	r.log.Info("pipeline: model added", "model", m.name, "aliases", card.Aliases, "endpoint", ep.Path(),
+		"context_length", card.ContextLength, "chat_template", m.pre.HasChatTemplate(), "took", time.Since(start).Round(time.Millisecond))
+}
+
+// decodeCard reads a card record; what cannot be served is logged and
+// skipped.
+func (r *Registry) decodeCard(key string, value []byte) (*modelcard.Record, *modelcard.Card, bool) {
+	rec, err := modelcard.DecodeRecord(value)
+	if err != nil {
+		r.log.Warn("pipeline: ignoring a model record that does not decode", "key", key, "err", err)
+		return nil, nil, false
+	}
+	card, err := rec.DecodeCard()
+	if err != nil {
+		r.log.Warn("pipeline: ignoring a model card that does not verify", "key", key, "err", err)
+		return nil, nil, false
+	}
+	if !card.ModelType.Has(modelcard.ModelChat) && !card.ModelType.Has(modelcard.ModelCompletions) {
+		r.log.Info("pipeline: ignoring a model this frontend cannot serve", "model", card.DisplayName, "model_type", card.ModelType)
+		return nil, nil, false
+	}
+	return rec, card, true
+}
+
+// joinModel adds a worker to a served model, if its card matches.
+func (r *Registry) joinModel(m *Model, key string, rec *modelcard.Record, card *modelcard.Card) {
+	if m.card.MDCSum != card.MDCSum {
+		r.log.Warn("pipeline: worker's model card differs from the model's; instance ignored",
+			"model", card.DisplayName, "key", key, "mdc_sum", card.MDCSum, "model_mdc_sum", m.card.MDCSum)
+		return
+	}
+	r.mu.Lock()
+	m.keys[key] = true
+	r.byKey[key] = m
+	workers := len(m.keys)
+	r.mu.Unlock()
+	m.addWorker(rec.InstanceID)
+	r.log.Info("pipeline: worker joined model", "model", m.name, "workers", workers)
+}
+
+// removeCard drops one worker's card; the model goes with its last worker.
+func (r *Registry) removeCard(key string) {
+	r.mu.Lock()
+	m := r.byKey[key]
+	if m == nil {
+		r.mu.Unlock()
+		return
+	}
+	delete(r.byKey, key)
+	delete(m.keys, key)
+	workers := len(m.keys)
+	last := workers == 0
+	if last {
+		delete(r.models, m.name)
+		for n, owner := range r.names {
+			if owner == m {
+				delete(r.names, n)
+			}
+		}
+	}
+	r.mu.Unlock()
+	if p, err := modelcard.ParseKey(key); err == nil {
+		m.removeWorker(p.InstanceID)
+	}
+	if last {
+		m.close()
+		r.metrics.RemoveModel(m.name)
+		r.log.Info("pipeline: model removed: its last worker left", "model", m.name)
+	} else {
+		r.log.Info("pipeline: worker left model", "model", m.name, "workers", workers)
+	}
+}
+
+// closeAll stops every model's goroutines (at the end of Run).
+func (r *Registry) closeAll() {
+	for _, m := range r.Models() {
+		m.close()
+	}
+}
+
+// migrationLimit is the frontend's limit when set, else the card's.
+func (r *Registry) migrationLimit(card *modelcard.Card) int {
+	if r.cfg.MigrationLimit != nil {
+		return *r.cfg.MigrationLimit
+	}
+	return int(card.MigrationLimit)
+}

@@ -1,0 +1,343 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/kvblock"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+)
+
+// Routing modes a Model reports.
+const (
+	ModeEvents      = "events"      // the index follows the workers' KV events
+	ModeApproximate = "approximate" // routing decisions stand in for KV events
+)
+
+// Config is the KV routing a frontend applies to every model it serves
+// (its --router-* and --kv-* flags). The zero value follows KV events with
+// the reference weights.
+type Config struct {
+	// OverlapScoreWeight weighs cached prefix blocks against load; nil
+	// means 1.0.
+	OverlapScoreWeight *float64
+	// Temperature > 0 samples workers by softmax over costs; 0 picks the
+	// cheapest.
+	Temperature float64
+	// NoEvents routes without KV events (approximate mode): the router
+	// assumes a routed prompt is cached for TTL.
+	NoEvents bool
+	// TTL is the approximate mode's block lifetime (0: DefaultApproxTTL).
+	TTL time.Duration
+	// ReplicaSync shares active-load deltas with the other frontends over
+	// the event plane.
+	ReplicaSync bool
+	// NoTrackActiveBlocks stops counting active requests' blocks as load.
+	NoTrackActiveBlocks bool
+	// Busy are the thresholds above which a worker is skipped (all off by
+	// default).
+	Busy BusyThresholds
+}
+
+// ModelInfo is what a model's card says about its workers.
+type ModelInfo struct {
+	// Name is the served model name, for logs and the mode gauge.
+	Name string
+	// Endpoint is the workers' endpoint; its namespace and component scope
+	// the event-plane subjects.
+	Endpoint runtime.EndpointID
+	// BlockSize is the KV block size in tokens; it must be > 0.
+	BlockSize int
+	// Capacity is each worker's KV cache and batch budget, and its number
+	// of data-parallel ranks.
+	Capacity WorkerCapacity
+}
+
+// eventPlane is the part of the runtime a Model uses
+// (*runtime.DistributedRuntime).
+type eventPlane interface {
+	HasEventPlane() bool
+	InstanceID() uint64
+	Subscribe(ctx context.Context, subject string, handle func(data []byte)) error
+	Publish(ctx context.Context, subject string, data []byte) error
+}
+
+var _ eventPlane = (*runtime.DistributedRuntime)(nil)
+
+// ModelDeps are a Model's collaborators.
+type ModelDeps struct {
+	// Events is the runtime's event plane. Required.
+	Events eventPlane
+	// Querier asks workers' local indexes for dumps and missed events
+	// (NewRuntimeQuerier). Required unless the model runs in approximate
+	// mode.
+	Querier Querier
+	// Next sends a request to the chosen worker (*router.PushRouter).
+	// Required.
+	Next pusher
+	// Metrics are shared by the frontend's models; nil records nothing.
+	Metrics *Metrics
+	// Logger receives the log lines; nil discards.
+	Logger *slog.Logger
+}
+
+// Model is one model's KV-aware routing: the router stage, the index of
+// the workers' cached blocks kept in step with their KV events (or the
+// approximate index), the workers' load, and the event-plane
+// subscriptions that feed them.
+//
+// Lifecycle: NewModel builds it and starts nothing; Run subscribes, loads
+// each joining worker's cached blocks and, in approximate mode, expires
+// old blocks, until its context ends. The owner tells it about workers
+// joining and leaving with AddWorker and RemoveWorker. Generate and
+// Decide may be called before Run (the index is then empty). A Model is
+// safe for concurrent use.
+type Model struct {
+	info     ModelInfo
+	cfg      Config
+	dpSize   int
+	events   eventPlane
+	router   *Router
+	monitor  *LoadMonitor
+	seqs     *Sequences
+	sync     *EventSync     // nil in approximate mode
+	approx   *ApproxIndexer // nil in events mode
+	degraded bool           // KV events were wanted but there is no event plane
+	log      *slog.Logger
+
+	mu     sync.Mutex
+	joined []uint64      // workers whose cached blocks Run has yet to load
+	wake   chan struct{} // tells Run that joined grew
+}
+
+var _ backend.Generator = (*Model)(nil)
+
+// NewModel builds the KV routing of one model. It fails on invalid
+// thresholds or scheduler settings.
+func NewModel(cfg Config, info ModelInfo, deps ModelDeps) (*Model, error) {
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	met := deps.Metrics
+	if met == nil {
+		met = &Metrics{}
+	}
+	m := &Model{info: info, cfg: cfg, dpSize: int(max(1, info.Capacity.DataParallelSize)), events: deps.Events,
+		log: log, wake: make(chan struct{}, 1)}
+	sc := DefaultSchedulerConfig(info.BlockSize)
+	if cfg.OverlapScoreWeight != nil {
+		sc.OverlapScoreWeight = *cfg.OverlapScoreWeight
+	}
+	sc.Temperature = cfg.Temperature
+	var err error
+	if m.monitor, err = NewLoadMonitor(cfg.Busy); err != nil {
+		return nil, err
+	}
+	sched, err := NewScheduler(sc, SchedulerDeps{Busy: m.monitor, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if m.seqs, err = m.newSequences(); err != nil {
+		return nil, err
+	}
+	match, mode := m.newIndex(deps.Querier, met)
+	met.setMode(info.Name, mode)
+	m.router = NewRouter(RouterConfig{BlockSize: info.BlockSize, DPSize: m.dpSize}, RouterDeps{
+		Next: deps.Next, Matcher: match, Approx: m.approx, Scheduler: sched, Sequences: m.seqs, Metrics: met.router, Logger: log,
+	})
+	log.Info("kv router: ready", "model", info.Name, "mode", mode, "block_size", info.BlockSize,
+		"overlap_score_weight", sc.OverlapScoreWeight, "temperature", sc.Temperature)
+	return m, nil
+}
+
+// newSequences builds the active-load tracker, publishing its deltas to
+// the other frontends with ReplicaSync.
+func (m *Model) newSequences() (*Sequences, error) {
+	seqCfg := DefaultSequencesConfig(m.info.BlockSize)
+	seqCfg.TrackActiveBlocks = !m.cfg.NoTrackActiveBlocks
+	seqCfg.RouterID = m.events.InstanceID()
+	var deps SequencesDeps
+	if m.cfg.ReplicaSync {
+		subject := m.replicaSubject()
+		deps.Publish = func(ev SequenceEvent) {
+			b, err := kvblock.Marshal(ev)
+			if err == nil {
+				// Publishing is fire-and-forget: it does not wait on ctx.
+				err = m.events.Publish(context.Background(), subject, b)
+			}
+			if err != nil && !errors.Is(err, runtime.ErrNoEventPlane) {
+				m.log.Debug("kv router: replica event not published", "err", err)
+			}
+		}
+	}
+	return NewSequences(seqCfg, deps)
+}
+
+// newIndex builds what finds cached prefixes: the event-fed indexer, or
+// the approximate one when events are off or cannot be heard.
+func (m *Model) newIndex(q Querier, met *Metrics) (matcher, string) {
+	if !m.cfg.NoEvents && m.events.HasEventPlane() {
+		idx := NewIndexer(IndexerOptions{Metrics: met.indexer})
+		m.sync = NewEventSync(idx, q, m.log)
+		return idx, ModeEvents
+	}
+	if !m.cfg.NoEvents {
+		m.degraded = true
+		m.log.Warn("kv router: no KV event publishers can be heard: the event plane needs NATS (--request-plane nats); "+
+			"falling back to approximate mode (routing decisions stand in for KV events)", "model", m.info.Name,
+			"subject", kvblock.KVEventsSubject(m.info.Endpoint.Namespace, m.info.Endpoint.Component))
+	}
+	m.approx = NewApproxIndexer(ApproxOptions{TTL: m.cfg.TTL, Metrics: met.indexer})
+	return m.approx, ModeApproximate
+}
+
+func (m *Model) replicaSubject() string {
+	return kvblock.ComponentSubject(m.info.Endpoint.Namespace, m.info.Endpoint.Component, ActiveSequencesTopic)
+}
+
+// Mode returns ModeEvents or ModeApproximate, and whether approximate
+// mode is a fallback: KV events were wanted but the event plane is
+// missing.
+func (m *Model) Mode() (mode string, degraded bool) {
+	if m.sync != nil {
+		return ModeEvents, false
+	}
+	return ModeApproximate, m.degraded
+}
+
+// Generate routes req to the worker the router chooses (see
+// Router.Generate).
+func (m *Model) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
+	return m.router.Generate(ctx, req, emit)
+}
+
+// Decide answers where req would go, changing nothing (see
+// Router.Decide).
+func (m *Model) Decide(req *backend.Request) (*backend.Placement, error) {
+	return m.router.Decide(req)
+}
+
+// Thresholds returns the busy thresholds in force.
+func (m *Model) Thresholds() BusyThresholds { return m.monitor.Thresholds() }
+
+// UpdateThresholds changes the thresholds u sets, keeps the others, and
+// returns the thresholds now in force.
+func (m *Model) UpdateThresholds(u BusyThresholds) (BusyThresholds, error) {
+	return m.monitor.UpdateThresholds(u)
+}
+
+// AddWorker tells the model a worker joined: its capacity counts at once,
+// and Run loads its cached blocks (a dump of its local index, per rank).
+func (m *Model) AddWorker(id uint64) {
+	m.monitor.SetCapacity(id, m.info.Capacity)
+	if m.sync == nil {
+		return
+	}
+	m.mu.Lock()
+	m.joined = append(m.joined, id)
+	m.mu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// RemoveWorker forgets a worker that left: its cached blocks, load and
+// capacity.
+func (m *Model) RemoveWorker(id uint64) {
+	m.mu.Lock()
+	kept := m.joined[:0]
+	for _, j := range m.joined {
+		if j != id {
+			kept = append(kept, j)
+		}
+	}
+	m.joined = kept
+	m.mu.Unlock()
+	if m.sync != nil {
+		m.sync.RemoveWorker(id)
+	}
+	m.monitor.RemoveWorker(id)
+	m.router.RemoveWorker(id)
+}
+
+// Run subscribes to the workers' KV events and load metrics (and the
+// replicas' load deltas with ReplicaSync), loads joining workers' cached
+// blocks, and runs the approximate index's expiry, until ctx ends. It
+// returns nil then, or the error of a subscription that failed.
+func (m *Model) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the subscriptions
+	if err := m.subscribe(ctx); err != nil {
+		return fmt.Errorf("kv router: %s: %w", m.info.Name, err)
+	}
+	var wg sync.WaitGroup
+	if m.approx != nil {
+		wg.Go(func() { _ = m.approx.Run(ctx) })
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return nil
+		case <-m.wake:
+			for _, id := range m.takeJoined() {
+				for r := 0; r < m.dpSize; r++ {
+					m.sync.Resync(ctx, Worker{ID: id, DPRank: uint32(r)})
+				}
+			}
+		}
+	}
+}
+
+func (m *Model) takeJoined() []uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := m.joined
+	m.joined = nil
+	return ids
+}
+
+// subscribe opens the model's event-plane subscriptions for the life of
+// ctx. Without an event plane there is nothing to hear: that is not an
+// error (NewModel chose the mode accordingly).
+func (m *Model) subscribe(ctx context.Context) error {
+	ep := m.info.Endpoint
+	// Workers publish their per-pass load on the namespace's kv_metrics
+	// subject: it feeds busy detection.
+	err := m.events.Subscribe(ctx, kvblock.LoadMetricsSubject(ep.Namespace), func(b []byte) {
+		var ev kvblock.LoadEvent
+		if kvblock.Unmarshal(b, &ev) == nil {
+			m.monitor.ObserveLoadEvent(ev)
+		}
+	})
+	if errors.Is(err, runtime.ErrNoEventPlane) {
+		if m.cfg.ReplicaSync {
+			m.log.Warn("kv router: --router-replica-sync needs the NATS event plane (--request-plane nats); replicas will not share load", "model", m.info.Name)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if m.cfg.ReplicaSync {
+		if err := m.events.Subscribe(ctx, m.replicaSubject(), func(b []byte) {
+			var ev SequenceEvent
+			if kvblock.Unmarshal(b, &ev) == nil {
+				_ = m.seqs.Apply(ev)
+			}
+		}); err != nil {
+			return err
+		}
+	}
+	if m.sync != nil {
+		return m.events.Subscribe(ctx, kvblock.KVEventsSubject(ep.Namespace, ep.Component), func(b []byte) { m.sync.HandleMessage(ctx, b) })
+	}
+	return nil
+}
