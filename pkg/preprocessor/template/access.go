@@ -14,7 +14,7 @@ func getAttr(obj any, name string) (any, error) {
 	case undefined:
 		return nil, fmt.Errorf("%w: '%s' has no attribute '%s'", ErrUndefined, o.name, name)
 	case *OrderedMap:
-		if dictMethods[name] {
+		if _, ok := dictMethods[name]; ok {
 			return &boundMethod{o, name}, nil
 		}
 		if v, ok := o.m[name]; ok {
@@ -29,11 +29,11 @@ func getAttr(obj any, name string) (any, error) {
 	case *loopInfo:
 		return o.attr(name), nil
 	case string:
-		if stringMethods[name] {
+		if _, ok := stringMethods[name]; ok {
 			return &boundMethod{o, name}, nil
 		}
 	case []any:
-		if name == "index" || name == "count" {
+		if _, ok := listMethods[name]; ok {
 			return &boundMethod{o, name}, nil
 		}
 	}
@@ -53,7 +53,7 @@ func getItem(obj, key any) (any, error) {
 			if v, ok := o.m[s]; ok {
 				return v, nil
 			}
-			if dictMethods[s] {
+			if _, ok := dictMethods[s]; ok {
 				return &boundMethod{o, s}, nil
 			}
 			return undefined{s}, nil

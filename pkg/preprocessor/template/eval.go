@@ -153,7 +153,7 @@ func (e *evaluator) exec(n node, sc *scope) (ctrl, error) {
 		if err != nil {
 			return 0, err
 		}
-		v, err := e.applyFilter(n.filter.name, s, args, kw)
+		v, err := e.runFilter(n.filter.fn, n.filter.name, s, args, kw)
 		if err != nil {
 			return 0, err
 		}
@@ -296,7 +296,7 @@ func (e *evaluator) eval(x expr, sc *scope) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return e.applyFilter(x.name, obj, args, kw)
+		return e.runFilter(x.fn, x.name, obj, args, kw)
 	case *testExpr:
 		obj, err := e.eval(x.obj, sc)
 		if err != nil {

@@ -215,5 +215,3 @@ func contains(d Dialect, container, item any) (bool, error) {
 	}
 	return false, fmt.Errorf("template: argument of type '%s' is not iterable", typeName(container))
 }
-
-var dictMethods = map[string]bool{"get": true, "items": true, "keys": true, "values": true}

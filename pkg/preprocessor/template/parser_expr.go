@@ -418,7 +418,7 @@ func (p *parser) parseFilterExpr(e expr) (expr, error) {
 				}
 				name += "." + n2
 			}
-			f := &filterExpr{obj: e, name: name}
+			f := newFilterExpr(e, name)
 			if p.isOp("(") {
 				if f.args, err = p.parseArgs(); err != nil {
 					return nil, err
