@@ -181,25 +181,6 @@ func (r *Reader) hex4() (rune, error) {
 	return rune(v), nil
 }
 
-// Number reads a JSON number as float64.
-func (r *Reader) Number() (float64, error) {
-	r.SkipWS()
-	start := r.i
-	for r.i < len(r.b) {
-		c := r.b[r.i]
-		if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
-			r.i++
-			continue
-		}
-		break
-	}
-	v, err := strconv.ParseFloat(string(r.b[start:r.i]), 64)
-	if err != nil {
-		return 0, r.errf("bad number")
-	}
-	return v, nil
-}
-
 // Uint reads a non-negative JSON integer.
 func (r *Reader) Uint() (uint64, error) {
 	r.SkipWS()

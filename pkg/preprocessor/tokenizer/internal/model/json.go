@@ -205,7 +205,7 @@ func parseVocabList(r *jsonscan.Reader, rm *rawModel) error {
 		if err := r.Expect(','); err != nil {
 			return err
 		}
-		sc, err := r.Number()
+		sc, err := r.Number() // bit for bit as Rust reads it: Viterbi ties depend on it
 		if err != nil {
 			return err
 		}

@@ -211,6 +211,34 @@ func TestUnigramViterbi(t *testing.T) {
 	}
 }
 
+// TestUnigramTies pins how the Viterbi search breaks ties, against ids
+// from HF tokenizers 0.23.2 for the same model. On equal path scores the
+// path found first (the earlier start) is kept. Which paths tie depends on
+// the exact bits of the scores: Rust reads "-9.366598129272461" one unit in
+// the last place above the correctly rounded value, so from "aaaaa" on the
+// single "a" moves to the end.
+func TestUnigramTies(t *testing.T) {
+	m, err := FromJSON([]byte(`{"type":"Unigram","unk_id":0,"vocab":[` +
+		`["<unk>",0.0],["a",-10.307073593139648],["aa",-9.366598129272461]]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		word string
+		want []uint32
+	}{
+		{"aaa", []uint32{1, 2}},
+		{"aaaa", []uint32{2, 2}},
+		{"aaaaa", []uint32{2, 2, 1}},
+		{"aaaaaaa", []uint32{2, 2, 1, 2}},
+		{"aaaaaaaaa", []uint32{2, 2, 1, 2, 2}},
+	} {
+		if got := mustTok(t, m, tc.word); !slices.Equal(got, tc.want) {
+			t.Errorf("Tokenize(%q) = %v, want %v", tc.word, got, tc.want)
+		}
+	}
+}
+
 func TestUnigramByteFallback(t *testing.T) {
 	pieces := []string{"<unk>", "a", "<0xC3>", "<0xA9>"}
 	m, err := NewUnigram(pieces, []float64{0, -1, 0, 0}, 0, true)

@@ -140,6 +140,10 @@ func (m *Unigram) encode(s string) ([]string, error) {
 			}
 			end := k + 1
 			cand := m.scores[id] + till
+			// Strictly better only: on equal scores the path found first
+			// (the longest last piece) stays, as in Rust. Which sums are
+			// equal depends on the last bits of the scores, so these are
+			// read as Rust reads them (jsonscan.Number).
 			if t := &best[end]; t.startAt < 0 || cand > t.score {
 				t.score, t.startAt, t.id = cand, at, int64(id)
 			}
