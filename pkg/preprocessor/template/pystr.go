@@ -3,6 +3,7 @@ package template
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Python str operations shared by filters and methods.
@@ -116,10 +117,11 @@ func rsplitSpace(s string, maxsplit int) []string {
 	var tail []string
 	for i := 0; i < maxsplit; i++ {
 		j := strings.LastIndexFunc(rest, isPySpace)
-		tail = append([]string{rest[j+1:]}, tail...)
-		rest = strings.TrimRightFunc(rest[:j+1], isPySpace)
+		_, size := utf8.DecodeRuneInString(rest[j:]) // whitespace may be wider than a byte (U+3000)
+		tail = append([]string{rest[j+size:]}, tail...)
+		rest = strings.TrimRightFunc(rest[:j], isPySpace)
 	}
-	return append([]string{strings.TrimLeftFunc(rest, isPySpace)}, tail...)
+	return append([]string{rest}, tail...) // Python keeps the head's leading whitespace
 }
 
 // splitSep splits s on sep, at most maxsplit times (no limit when
