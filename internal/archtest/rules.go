@@ -59,7 +59,7 @@ var Forbidden = map[string][]string{
 var Unrestricted = []string{"cmd", "examples", "test"}
 
 // testOnly trees may be imported only from _test.go files (and unrestricted trees).
-var testOnly = []string{"internal/testenv"}
+var testOnly = []string{"internal/testenv", "pkg/runtime/runtimetest"}
 
 // Check walks fsys (the repository root) and returns one line per import
 // that breaks the rules, sorted.

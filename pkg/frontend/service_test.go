@@ -23,6 +23,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/runtime/discovery"
+	"github.com/dynamo-go/dynamo/pkg/runtime/runtimetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -96,15 +97,7 @@ type stack struct {
 
 func startRuntime(t *testing.T, mem *discovery.MemSpace) *runtime.DistributedRuntime {
 	t.Helper()
-	rt, err := runtime.New(t.Context(), runtime.Config{Discovery: runtime.DiscoveryMem, TCPHost: "127.0.0.1", GracePeriod: -1}, runtime.Deps{MemSpace: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = rt.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return rt
+	return runtimetest.Start(t, runtime.Config{Discovery: runtime.DiscoveryMem, TCPHost: "127.0.0.1", GracePeriod: -1}, runtime.Deps{MemSpace: mem})
 }
 
 // newStack starts a frontend service and its model registry on a fresh

@@ -19,6 +19,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/router/kv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/runtime/discovery"
+	"github.com/dynamo-go/dynamo/pkg/runtime/runtimetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -77,15 +78,7 @@ type rig struct {
 
 func startRuntime(t *testing.T, mem *discovery.MemSpace) *runtime.DistributedRuntime {
 	t.Helper()
-	rt, err := runtime.New(t.Context(), runtime.Config{Discovery: runtime.DiscoveryMem, TCPHost: "127.0.0.1", GracePeriod: -1}, runtime.Deps{MemSpace: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = rt.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return rt
+	return runtimetest.Start(t, runtime.Config{Discovery: runtime.DiscoveryMem, TCPHost: "127.0.0.1", GracePeriod: -1}, runtime.Deps{MemSpace: mem})
 }
 
 func newRig(t *testing.T, cfg pipeline.Config) *rig {

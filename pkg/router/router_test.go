@@ -14,6 +14,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/router"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/runtime/discovery"
+	"github.com/dynamo-go/dynamo/pkg/runtime/runtimetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -80,18 +81,10 @@ func waitInstances(t *testing.T, ctx context.Context, cl *runtime.Client, n int)
 
 func (f *fleet) runtime(t *testing.T) *runtime.DistributedRuntime {
 	t.Helper()
-	rt, err := runtime.New(t.Context(), runtime.Config{
+	return runtimetest.Start(t, runtime.Config{
 		Discovery: runtime.DiscoveryMem, TCPHost: "127.0.0.1", InhibitDuration: time.Minute,
 		SystemPort: runtime.SystemPortDisabled, GracePeriod: -1,
 	}, runtime.Deps{MemSpace: f.mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = rt.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return rt
 }
 
 // ask routes req (nil: an empty request) and returns the id of the worker

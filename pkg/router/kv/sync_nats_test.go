@@ -15,6 +15,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/router/kv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/runtime/discovery"
+	"github.com/dynamo-go/dynamo/pkg/runtime/runtimetest"
 )
 
 // eventEngine is a worker engine whose KV events the test publishes by
@@ -78,16 +79,8 @@ func TestEventSyncOverNATSLoadsDumpsAndFillsGaps(t *testing.T) {
 	nats := testenv.StartNATS(t)
 	mem := discovery.NewMemSpace()
 	newRT := func() *runtime.DistributedRuntime {
-		rt, err := runtime.New(t.Context(), runtime.Config{Discovery: runtime.DiscoveryMem, RequestPlane: runtime.PlaneNATS,
+		return runtimetest.Start(t, runtime.Config{Discovery: runtime.DiscoveryMem, RequestPlane: runtime.PlaneNATS,
 			NATSServer: nats.URL, TCPHost: "127.0.0.1", GracePeriod: 50 * time.Millisecond}, runtime.Deps{MemSpace: mem})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); _ = rt.Run(ctx) }()
-		t.Cleanup(func() { cancel(); <-done })
-		return rt
 	}
 	workerRT, routerRT := newRT(), newRT()
 	ep := runtime.EndpointID{Namespace: "ns", Component: "mocker", Name: "generate"}
