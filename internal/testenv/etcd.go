@@ -3,6 +3,8 @@ package testenv
 import (
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -11,15 +13,18 @@ import (
 	"go.uber.org/zap"
 )
 
-// Etcd is an embedded single-member etcd server.
+// Etcd is an embedded single-member etcd server. Clients reach it over a
+// unix socket, so no TCP port is picked that another process could take
+// first, and a restart finds its address free.
 type Etcd struct {
-	// URL is the client URL, e.g. "http://127.0.0.1:23791".
+	// URL is the client URL, e.g. "unix:///tmp/etcd123/client.sock". The
+	// etcd client (go.etcd.io/etcd/client/v3) takes it as an endpoint, as
+	// does ETCD_ENDPOINTS in the binaries.
 	URL string
 
 	mu      sync.Mutex
 	dir     string
 	client  url.URL
-	peer    url.URL
 	running *embed.Etcd
 }
 
@@ -27,15 +32,30 @@ type Etcd struct {
 // It is stopped when the test ends.
 func StartEtcd(t testing.TB) *Etcd {
 	t.Helper()
+	sock, err := socketDir()
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sock) })
 	e := &Etcd{dir: t.TempDir()}
-	e.client = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
-	e.peer = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
+	e.client = url.URL{Scheme: "unix", Path: filepath.Join(sock, "client.sock")}
 	e.URL = e.client.String()
 	if err := e.Start(); err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
 	t.Cleanup(e.Stop)
 	return e
+}
+
+// socketDir makes a directory for the client socket. Its path is short:
+// a unix socket's path is limited to about 100 bytes, which a directory
+// named after a long test (t.TempDir) could exceed.
+func socketDir() (string, error) {
+	dir, err := os.MkdirTemp("", "etcd")
+	if err != nil {
+		return "", fmt.Errorf("socket directory: %w", err)
+	}
+	return dir, nil
 }
 
 // Start starts the server again after Stop, with the same data and address.
@@ -45,32 +65,7 @@ func (e *Etcd) Start() error {
 	if e.running != nil {
 		return nil
 	}
-	cfg := embed.NewConfig()
-	cfg.Name = "testenv"
-	cfg.Dir = e.dir
-	// The embedded server logs errors while it shuts down; tests that
-	// stop it on purpose do not want them.
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	cfg.ListenClientUrls = []url.URL{e.client}
-	cfg.AdvertiseClientUrls = []url.URL{e.client}
-	cfg.ListenPeerUrls = []url.URL{e.peer}
-	cfg.AdvertisePeerUrls = []url.URL{e.peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	// Model cards embed tokenizers of several MB (discovery.MaxValueSize).
-	cfg.MaxRequestBytes = 33 << 20
-	var (
-		srv *embed.Etcd
-		err error
-	)
-	// The ports were free a moment ago; after a Stop the kernel may need a
-	// moment before they can be bound again.
-	for range 50 {
-		srv, err = embed.StartEtcd(cfg)
-		if err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	srv, err := embed.StartEtcd(e.config())
 	if err != nil {
 		return fmt.Errorf("start etcd: %w", err)
 	}
@@ -82,6 +77,28 @@ func (e *Etcd) Start() error {
 	}
 	e.running = srv
 	return nil
+}
+
+// config is the server's configuration. The peer URL is 127.0.0.1:0: a
+// single member never dials its peers, so the peer listener may take any
+// free port, a new one at each start; the advertised peer URL stays the
+// same, as the member's identity (stored in the data) requires.
+func (e *Etcd) config() *embed.Config {
+	peer := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
+	cfg := embed.NewConfig()
+	cfg.Name = "testenv"
+	cfg.Dir = e.dir
+	// The embedded server logs errors while it shuts down; tests that
+	// stop it on purpose do not want them.
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	cfg.ListenClientUrls = []url.URL{e.client}
+	cfg.AdvertiseClientUrls = []url.URL{e.client}
+	cfg.ListenPeerUrls = []url.URL{peer}
+	cfg.AdvertisePeerUrls = []url.URL{peer}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	// Model cards embed tokenizers of several MB (discovery.MaxValueSize).
+	cfg.MaxRequestBytes = 33 << 20
+	return cfg
 }
 
 // Stop stops the server, keeping its data. It is safe to call twice.

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -15,15 +16,15 @@ type NATS struct {
 	URL string
 
 	mu      sync.Mutex
-	port    int
+	port    int // server.RANDOM_PORT until the first start, then its port
 	running *server.Server
 }
 
-// StartNATS starts a NATS server. It is stopped when the test ends.
+// StartNATS starts a NATS server on a port the kernel picks. It is
+// stopped when the test ends.
 func StartNATS(t testing.TB) *NATS {
 	t.Helper()
-	n := &NATS{port: FreePort(t)}
-	n.URL = fmt.Sprintf("nats://127.0.0.1:%d", n.port)
+	n := &NATS{port: server.RANDOM_PORT}
 	if err := n.Start(); err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
@@ -31,35 +32,51 @@ func StartNATS(t testing.TB) *NATS {
 	return n
 }
 
-// Start starts the server again after Stop, on the same port.
+// Start starts the server again after Stop, on the same port, so that
+// clients reconnect. NATS serves no unix sockets: a restart must bind the
+// port the first start was given, and if another process took it in the
+// meantime Start retries for a few seconds, then fails.
 func (n *NATS) Start() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.running != nil {
 		return nil
 	}
+	var err error
+	for range 50 {
+		var s *server.Server
+		if s, err = n.start(); err == nil {
+			n.running = s
+			if n.port == server.RANDOM_PORT {
+				addr := s.Addr().(*net.TCPAddr)
+				n.port = addr.Port
+				n.URL = "nats://" + addr.String()
+			}
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
+}
+
+// start starts one server and waits until it accepts connections.
+func (n *NATS) start() (*server.Server, error) {
 	opts := &server.Options{
 		Host:   "127.0.0.1",
 		Port:   n.port,
 		NoLog:  true,
 		NoSigs: true,
 	}
-	var lastErr error
-	for range 50 {
-		s, err := server.NewServer(opts)
-		if err != nil {
-			return fmt.Errorf("start nats: %w", err)
-		}
-		go s.Start()
-		if s.ReadyForConnections(5 * time.Second) {
-			n.running = s
-			return nil
-		}
-		s.Shutdown()
-		lastErr = fmt.Errorf("start nats: not ready on port %d", n.port)
-		time.Sleep(100 * time.Millisecond)
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("start nats: %w", err)
 	}
-	return lastErr
+	go s.Start()
+	if !s.ReadyForConnections(5 * time.Second) {
+		s.Shutdown()
+		return nil, fmt.Errorf("start nats: not ready on 127.0.0.1 port %d", n.port)
+	}
+	return s, nil
 }
 
 // Stop shuts the server down. It is safe to call twice.

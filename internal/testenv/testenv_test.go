@@ -2,6 +2,9 @@ package testenv
 
 import (
 	"context"
+	"net"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,5 +54,36 @@ func TestNATSRestartReconnects(t *testing.T) {
 	case <-reconnected:
 	case <-time.After(10 * time.Second):
 		t.Fatal("client did not reconnect after NATS restart")
+	}
+}
+
+// TestAddressesAreNotPickedInAdvance checks where the servers listen:
+// etcd on a unix socket of its own (two servers, two sockets), NATS on
+// 127.0.0.1 on the port the kernel gave it.
+func TestAddressesAreNotPickedInAdvance(t *testing.T) {
+	a, b := StartEtcd(t), StartEtcd(t)
+	if !strings.HasPrefix(a.URL, "unix:///") || a.URL == b.URL {
+		t.Errorf("etcd URLs %q and %q: want two unix sockets", a.URL, b.URL)
+	}
+	for _, e := range []*Etcd{a, b} {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.URL}, DialTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		_, err = cli.Put(ctx, "k", e.URL)
+		cancel()
+		cli.Close()
+		if err != nil {
+			t.Errorf("put to %s: %v", e.URL, err)
+		}
+	}
+	n := StartNATS(t)
+	u, err := url.Parse(n.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host, port, _ := net.SplitHostPort(u.Host); u.Scheme != "nats" || host != "127.0.0.1" || port == "" || port == "0" || strings.HasPrefix(port, "-") {
+		t.Errorf("NATS URL %q: want nats://127.0.0.1:<bound port>", n.URL)
 	}
 }

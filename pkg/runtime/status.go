@@ -14,7 +14,7 @@ import (
 )
 
 // statusServer serves /health, /live and /metrics for the process
-// (DYN_SYSTEM_PORT).
+// (DYN_SYSTEM_PORT; 0 is any free port, logged once bound).
 type statusServer struct {
 	ln  net.Listener
 	srv *http.Server
@@ -30,6 +30,9 @@ func (rt *DistributedRuntime) statusServer() (*statusServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime: status server: %w", err)
 	}
+	// With port 0 the kernel picks the port: this line is how an operator,
+	// or a test that started the process, learns it.
+	rt.log.Info("runtime: status server listening", "addr", ln.Addr().String())
 	mux := http.NewServeMux()
 	healthz := func(w http.ResponseWriter, _ *http.Request) {
 		rep, ok := rt.health.report()

@@ -1,10 +1,15 @@
 package runtime_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,6 +57,57 @@ func TestStatusServerHealthAndMetrics(t *testing.T) {
 	_, _ = collect(runtime.NewContext(t.Context(), ""), cl, worker.InstanceID(), countRequest{FailNow: "InvalidArgument"}, nil)
 	expectMetrics(t, get,
 		`dynamo_component_errors_total{dynamo_component="worker",dynamo_endpoint="generate",dynamo_namespace="test",error_type="generate"} 1`)
+}
+
+// TestStatusServerReportsItsAddress checks what a process started with
+// DYN_SYSTEM_PORT=0 relies on: the status server binds a port the kernel
+// picks, on the host asked for, and logs the address it got.
+func TestStatusServerReportsItsAddress(t *testing.T) {
+	var log syncBuffer
+	cfg := runtime.Config{Discovery: runtime.DiscoveryMem, TCPHost: "127.0.0.1", SystemHost: "127.0.0.1", SystemPort: 0, GracePeriod: -1}
+	rt, err := runtime.New(t.Context(), cfg, runtime.Deps{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	line := regexp.MustCompile(`msg="runtime: status server listening" addr=(\S+)`)
+	var m []string
+	waitFor(t, 5*time.Second, "the status server's log line", func() bool { m = line.FindStringSubmatch(log.String()); return m != nil })
+	if addr := rt.StatusAddr(); m[1] != addr || !strings.HasPrefix(addr, "127.0.0.1:") || strings.HasSuffix(addr, ":0") {
+		t.Fatalf("logged addr=%s, StatusAddr() %q: want the same 127.0.0.1 address with the port bound", m[1], addr)
+	}
+	resp, err := http.Get("http://" + m[1] + "/live")
+	if err != nil {
+		t.Fatalf("GET /live at the logged address: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's writes and the test's
+// reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // expectMetrics waits up to 5 s for /metrics to show every line of want.

@@ -69,12 +69,12 @@ func (f *frontend) post(t testing.TB, path string, body any) (*http.Response, []
 	}
 	resp, err := f.http.Post(f.url+path, "application/json", bytes.NewReader(raw))
 	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
+		f.fatalf(t, "POST %s: %v", path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("POST %s: reading the body: %v", path, err)
+		f.fatalf(t, "POST %s: reading the body: %v", path, err)
 	}
 	return resp, b
 }
@@ -239,12 +239,12 @@ func (f *frontend) get(t testing.TB, path string) (*http.Response, []byte) {
 	t.Helper()
 	resp, err := f.http.Get(f.url + path)
 	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+		f.fatalf(t, "GET %s: %v", path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("GET %s: reading the body: %v", path, err)
+		f.fatalf(t, "GET %s: reading the body: %v", path, err)
 	}
 	return resp, b
 }

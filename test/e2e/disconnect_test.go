@@ -5,15 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/openai/openai-go/v3"
-
-	"github.com/dynamo-go/dynamo/internal/testenv"
 )
 
 // TestClientDisconnect checks that a client that goes away mid-stream
@@ -24,10 +21,7 @@ import (
 // abandoned answer kept generating, no other request could be served.
 func TestClientDisconnect(t *testing.T) {
 	c := newCluster(t, "file", "tcp")
-	port := testenv.FreePort(t)
-	c.startMocker("mocker", []string{"--speedup-ratio", "1", "--max-num-seqs", "1"},
-		fmt.Sprintf("DYN_SYSTEM_PORT=%d", port), "DYN_LOG=debug")
-	workerMetrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	mocker := c.startMocker("mocker", []string{"--speedup-ratio", "1", "--max-num-seqs", "1"}, "DYN_LOG=debug")
 	f := c.startFrontend()
 	f.waitModels(t, "demo")
 
@@ -55,13 +49,13 @@ func TestClientDisconnect(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("status %d", resp.StatusCode)
+				f.fatalf(t, "status %d", resp.StatusCode)
 			}
 			rd := bufio.NewReader(resp.Body)
 			for chunks := 0; chunks < 3; {
 				line, err := rd.ReadString('\n')
 				if err != nil {
-					t.Fatalf("after %d chunks: %v", chunks, err)
+					f.fatalf(t, "after %d chunks: %v", chunks, err)
 				}
 				if strings.HasPrefix(line, "data: ") {
 					chunks++
@@ -80,7 +74,7 @@ func TestClientDisconnect(t *testing.T) {
 			defer stream.Close()
 			for chunks := 0; chunks < 3; chunks++ {
 				if !stream.Next() {
-					t.Fatalf("after %d chunks: %v", chunks, stream.Err())
+					f.fatalf(t, "after %d chunks: %v", chunks, stream.Err())
 				}
 			}
 			cancel()
@@ -94,15 +88,15 @@ func TestClientDisconnect(t *testing.T) {
 			// The frontend counts the request as cancelled and has
 			// nothing in flight.
 			var m metrics
-			testenv.WaitFor(t, 10*time.Second, "the frontend to count the request as cancelled", func() bool {
-				m = scrape(t, f.http, f.url+"/metrics")
+			f.waitFor(t, 10*time.Second, "the frontend to count the request as cancelled", func() bool {
+				m = f.scrape(t)
 				n, _ := m.value("dynamo_frontend_requests_total", `endpoint="chat_completions"`, `request_type="stream"`, `status="error"`, `error_type="cancelled"`)
 				inflight, _ := m.value("dynamo_frontend_inflight_requests", `model="demo"`)
 				return n == float64(cancelled) && inflight == 0
 			})
 			// The worker's handler ends: nothing in flight there either.
-			testenv.WaitFor(t, 10*time.Second, "the worker to end the abandoned request", func() bool {
-				n, ok := scrape(t, f.http, workerMetrics).value("dynamo_component_inflight_requests", generateEndpoint)
+			mocker.waitFor(t, 10*time.Second, "the worker to end the abandoned request", func() bool {
+				n, ok := mocker.scrape(t).value("dynamo_component_inflight_requests", generateEndpoint)
 				return ok && n == 0
 			})
 			// And its only sequence slot is free: a short request is
@@ -116,7 +110,7 @@ func TestClientDisconnect(t *testing.T) {
 				MaxTokens: openai.Int(3),
 			})
 			if err != nil {
-				t.Fatalf("a short request after the disconnect: %v (the worker is still busy with the abandoned answer?)", err)
+				fatalf(t, []*process{f.process, mocker}, "a short request after the disconnect: %v (the worker is still busy with the abandoned answer?)", err)
 			}
 			if c.Choices[0].FinishReason != "length" || c.Usage.CompletionTokens != 3 {
 				t.Errorf("short request after the disconnect: %+v", c)

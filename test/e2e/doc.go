@@ -6,5 +6,11 @@
 // OpenAI Go SDK, and assert what a client would notice: answers, stream
 // framing, usage, status codes and error bodies, the model list, metrics.
 //
+// Tests talk only to loopback, and no test picks a port for a process: each
+// child binds 127.0.0.1 port 0 (the frontend's --http-port 0, the mocker's
+// DYN_SYSTEM_PORT=0) and the test reads the address it got from its log.
+// Every helper that waits for a process fails, when the process exits or
+// the wait times out, with the last lines of the process's log.
+//
 // The package has no non-test code; it is skipped under go test -short.
 package e2e

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/dynamo-go/dynamo/internal/testenv"
 )
 
 // TestKVRouting checks KV-aware routing (frontend --router-mode kv) as a
@@ -47,7 +45,7 @@ func TestKVRoutingTCP(t *testing.T) {
 	if mode := h.KVRouting["demo"]; !strings.HasPrefix(mode, "approximate") || !strings.Contains(mode, "NATS") {
 		t.Errorf(`/health kv_routing["demo"] = %q, want approximate, naming NATS as the cause`, mode)
 	}
-	if v, ok := scrape(t, r.f.http, r.f.url+"/metrics").value("dynamo_frontend_kv_router_mode", `model="demo"`, `mode="approximate"`); !ok || v != 1 {
+	if v, ok := r.f.scrape(t).value("dynamo_frontend_kv_router_mode", `model="demo"`, `mode="approximate"`); !ok || v != 1 {
 		t.Errorf(`dynamo_frontend_kv_router_mode{mode="approximate"} = %v (found %v), want 1`, v, ok)
 	}
 	if !strings.Contains(r.f.log.String(), "falling back to approximate mode") {
@@ -86,10 +84,8 @@ type kvRig struct {
 func newKVRig(t *testing.T, discovery, plane string) *kvRig {
 	r := &kvRig{c: newCluster(t, discovery, plane)}
 	for i := range 3 {
-		port := testenv.FreePort(t)
 		r.workers = append(r.workers, &worker{
-			process: r.c.startMocker(fmt.Sprintf("mocker-%d", i+1), kvMocker, fmt.Sprintf("DYN_SYSTEM_PORT=%d", port), kvLeaseTTL),
-			metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port),
+			process: r.c.startMocker(fmt.Sprintf("mocker-%d", i+1), kvMocker, kvLeaseTTL),
 		})
 	}
 	r.f = r.startFrontend(t)
@@ -113,17 +109,11 @@ func (r *kvRig) waitInstances(t testing.TB, f *frontend) {
 	t.Helper()
 	var want []uint64
 	for _, w := range r.workers {
-		testenv.WaitFor(t, kvInstanceTO, w.name+" to serve", func() bool {
-			if m := servingLine.FindStringSubmatch(w.log.String()); m != nil {
-				fmt.Sscanf(m[1], "%x", &w.id)
-				return true
-			}
-			return false
-		})
+		w.waitServing(t, kvInstanceTO)
 		want = append(want, w.id)
 	}
 	slices.Sort(want)
-	testenv.WaitFor(t, kvInstanceTO, fmt.Sprintf("/health to list exactly instances %x", want), func() bool {
+	f.waitFor(t, kvInstanceTO, fmt.Sprintf("/health to list exactly instances %x", want), func() bool {
 		return slices.Equal(f.instanceIDs(t), want)
 	})
 }
@@ -133,9 +123,9 @@ func (r *kvRig) served(t testing.TB) map[*worker]float64 {
 	t.Helper()
 	out := map[*worker]float64{}
 	for _, w := range r.workers {
-		v, ok := scrape(t, r.f.http, w.metrics).value("dynamo_component_requests_total", generateEndpoint)
+		v, ok := w.scrape(t).value("dynamo_component_requests_total", generateEndpoint)
 		if !ok {
-			t.Fatalf("%s: no dynamo_component_requests_total for the generate endpoint", w.name)
+			w.fatalf(t, "%s: no dynamo_component_requests_total for the generate endpoint", w.name)
 		}
 		out[w] = v
 	}
@@ -157,7 +147,7 @@ func (r *kvRig) complete(t testing.TB, f *frontend, prompt string) kvAnswer {
 	resp, body := f.post(t, complPath, object{"model": "demo", "prompt": prompt, "max_tokens": kvMaxTokens,
 		"nvext": object{"extra_fields": []string{"worker_id"}}})
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("completion: status %d, body %s", resp.StatusCode, body)
+		f.fatalf(t, "completion: status %d, body %s", resp.StatusCode, body)
 	}
 	var c struct {
 		Usage *struct {
@@ -249,7 +239,7 @@ func (r *kvRig) followPrefix(t testing.TB, f *frontend, seed string) (string, *w
 
 func (r *kvRig) testFollowPrefix(t *testing.T) {
 	r.prefix, r.holder = r.followPrefix(t, r.f, "events")
-	m := scrape(t, r.f.http, r.f.url+"/metrics")
+	m := r.f.scrape(t)
 	if v, ok := m.value("dynamo_frontend_kv_router_mode", `model="demo"`, `mode="events"`); !ok || v != 1 {
 		t.Errorf(`dynamo_frontend_kv_router_mode{mode="events"} = %v (found %v), want 1`, v, ok)
 	}
@@ -316,7 +306,7 @@ func (r *kvRig) testBusyThreshold(t *testing.T) {
 		t.Helper()
 		resp, body := r.f.post(t, "/busy_threshold", object{"model": "demo", "active_decode_blocks_threshold": v})
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), fmt.Sprintf(`"active_decode_blocks_threshold":%v`, v)) {
-			t.Fatalf("POST /busy_threshold %v: %d %s", v, resp.StatusCode, body)
+			r.f.fatalf(t, "POST /busy_threshold %v: %d %s", v, resp.StatusCode, body)
 		}
 	}
 	var long []*longStream
@@ -355,7 +345,7 @@ func (r *kvRig) testBusyThreshold(t *testing.T) {
 	r.checkStreaming(t, long)
 	var status int
 	var body []byte
-	testenv.WaitFor(t, 5*time.Second, "a request to be refused with every worker busy", func() bool {
+	r.f.waitFor(t, 5*time.Second, "a request to be refused with every worker busy", func() bool {
 		var resp *http.Response
 		resp, body = r.f.post(t, complPath, object{"model": "demo", "prompt": words("busy refused", 50), "max_tokens": 1})
 		status = resp.StatusCode
@@ -426,7 +416,7 @@ func (r *kvRig) startLongPrompt(t testing.TB, f *frontend, prompt string, maxTok
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
-	a := &longStream{liveStream: &liveStream{events: make(chan timedEvent, longTokens+16)}, cancel: cancel}
+	a := &longStream{liveStream: &liveStream{proc: f.process, events: make(chan timedEvent, longTokens+16)}, cancel: cancel}
 	go a.read(ctx, f.http, f.url+complPath, body)
 	a.waitContent(t, 1)
 	for w, n := range r.served(t) {
@@ -469,14 +459,14 @@ func (r *kvRig) stopLong(t testing.TB, long *[]*longStream) {
 		}
 	}
 	*long = nil
-	testenv.WaitFor(t, 10*time.Second, "the workers to end the cancelled answers", func() bool {
+	waitFor(t, 10*time.Second, "the workers to end the cancelled answers", func() bool {
 		for _, w := range r.workers {
-			if v, _ := scrape(t, r.f.http, w.metrics).value("dynamo_component_inflight_requests", generateEndpoint); v != 0 {
+			if v, _ := w.scrape(t).value("dynamo_component_inflight_requests", generateEndpoint); v != 0 {
 				return false
 			}
 		}
 		return true
-	})
+	}, processes(r.workers)...)
 }
 
 func names(count map[*worker]int) string {
@@ -534,7 +524,7 @@ func (r *kvRig) testApproximate(t *testing.T) {
 	if mode := f.health(t).KVRouting["demo"]; !strings.HasPrefix(mode, "approximate") {
 		t.Errorf(`/health kv_routing["demo"] = %q, want approximate`, mode)
 	}
-	if v, ok := scrape(t, f.http, f.url+"/metrics").value("dynamo_frontend_kv_router_mode", `model="demo"`, `mode="approximate"`); !ok || v != 1 {
+	if v, ok := f.scrape(t).value("dynamo_frontend_kv_router_mode", `model="demo"`, `mode="approximate"`); !ok || v != 1 {
 		t.Errorf(`dynamo_frontend_kv_router_mode{mode="approximate"} = %v (found %v), want 1`, v, ok)
 	}
 	r.followPrefix(t, f, "approximate")
@@ -590,7 +580,7 @@ func (f *frontend) health(t testing.TB) kvHealth {
 	resp, body := f.get(t, "/health")
 	var h kvHealth
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/health: status %d, body %s", resp.StatusCode, body)
+		f.fatalf(t, "/health: status %d, body %s", resp.StatusCode, body)
 	}
 	if err := json.Unmarshal(body, &h); err != nil {
 		t.Fatalf("/health: %v in %s", err, body)

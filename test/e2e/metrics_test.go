@@ -2,31 +2,13 @@ package e2e
 
 import (
 	"bufio"
-	"io"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 )
 
 // metrics is a scraped Prometheus text exposition.
 type metrics string
-
-// scrape fetches url (a /metrics page).
-func scrape(t testing.TB, c *http.Client, url string) metrics {
-	t.Helper()
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: status %d, err %v", url, resp.StatusCode, err)
-	}
-	return metrics(b)
-}
 
 // value returns the sample of name whose labels include every given
 // `label="value"` pair, and whether there is exactly one such sample.

@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/dynamo-go/dynamo/internal/testenv"
 )
 
 // TestMigration kills the worker serving a request and checks that the
@@ -97,7 +95,7 @@ func newMigrationRig(t testing.TB, plane string) *migrationRig {
 		f    *frontend
 		want float64
 	}{{"--migration-limit 3", r.mig, 3}, {"DYN_MIGRATION_LIMIT=0", r.off, 0}, {"card (mocker --migration-limit 2)", cards, 2}} {
-		if v, ok := scrape(t, c.f.http, c.f.url+"/metrics").value("dynamo_frontend_model_migration_limit", `model="demo"`); !ok || v != c.want {
+		if v, ok := c.f.scrape(t).value("dynamo_frontend_model_migration_limit", `model="demo"`); !ok || v != c.want {
 			t.Errorf("frontend with %s: model_migration_limit %v (found %v), want %v", c.name, v, ok, c.want)
 		}
 	}
@@ -109,23 +107,38 @@ func newMigrationRig(t testing.TB, plane string) *migrationRig {
 // worker is a mocker process with its own status server.
 type worker struct {
 	*process
-	metrics string // its /metrics URL
-	id      uint64 // its instance id, once it serves
+	id uint64 // its instance id, once it serves
 }
 
 var servingLine = regexp.MustCompile(`runtime: serving endpoint".* instance_id=([0-9a-f]+)`)
+
+// waitServing waits up to d until the worker logs that it serves its
+// endpoint, and reads its instance id from that line.
+func (w *worker) waitServing(t testing.TB, d time.Duration) {
+	t.Helper()
+	m := w.waitLine(t, d, w.name+" to serve", servingLine)
+	id, err := strconv.ParseUint(m[1], 16, 64)
+	if err != nil {
+		w.fatalf(t, "%s: instance id %q: %v", w.name, m[1], err)
+	}
+	w.id = id
+}
+
+// processes returns the workers' processes, for waitFor and fatalf.
+func processes(workers []*worker) []*process {
+	out := make([]*process, len(workers))
+	for i, w := range workers {
+		out[i] = w.process
+	}
+	return out
+}
 
 // startWorker starts one more mocker process; waitInstances waits until
 // it serves.
 func (r *migrationRig) startWorker(t testing.TB) *worker {
 	t.Helper()
 	r.started++
-	port := testenv.FreePort(t)
-	env := append([]string{fmt.Sprintf("DYN_SYSTEM_PORT=%d", port)}, migrationMockerEnv...)
-	w := &worker{
-		process: r.c.startMocker(fmt.Sprintf("mocker-%d", r.started), migrationMocker, env...),
-		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port),
-	}
+	w := &worker{process: r.c.startMocker(fmt.Sprintf("mocker-%d", r.started), migrationMocker, migrationMockerEnv...)}
 	r.workers = append(r.workers, w)
 	return w
 }
@@ -148,24 +161,13 @@ func (r *migrationRig) waitInstances(t testing.TB) {
 	t.Helper()
 	var want []uint64
 	for _, w := range r.workers {
-		testenv.WaitFor(t, 20*time.Second, w.name+" to serve", func() bool {
-			if w.exited() {
-				t.Fatalf("%s exited: %v", w.name, w.err)
-			}
-			m := servingLine.FindStringSubmatch(w.log.String())
-			if m != nil {
-				w.id, _ = strconv.ParseUint(m[1], 16, 64)
-			}
-			return m != nil
-		})
+		w.waitServing(t, 20*time.Second)
 		want = append(want, w.id)
 	}
 	slices.Sort(want)
 	for _, f := range []*frontend{r.mig, r.off} {
-		var got []uint64
-		testenv.WaitFor(t, 20*time.Second, fmt.Sprintf("the frontend to route to exactly instances %x", want), func() bool {
-			got = f.instanceIDs(t)
-			return slices.Equal(got, want)
+		f.waitFor(t, 20*time.Second, fmt.Sprintf("the frontend to route to exactly instances %x", want), func() bool {
+			return slices.Equal(f.instanceIDs(t), want)
 		})
 	}
 }
@@ -194,7 +196,7 @@ func (f *frontend) instanceIDs(t testing.TB) []uint64 {
 // metric reads one sample of the worker's /metrics (0 when absent).
 func (r *migrationRig) metric(t testing.TB, w *worker, name string) float64 {
 	t.Helper()
-	v, _ := scrape(t, r.mig.http, w.metrics).value(name, generateEndpoint)
+	v, _ := w.scrape(t).value(name, generateEndpoint)
 	return v
 }
 
@@ -216,10 +218,10 @@ func (r *migrationRig) busy(t testing.TB) map[*worker]int {
 func (r *migrationRig) serving(t testing.TB) *worker {
 	t.Helper()
 	var b map[*worker]int
-	testenv.WaitFor(t, 5*time.Second, "exactly one worker with a request in flight", func() bool {
+	waitFor(t, 5*time.Second, "exactly one worker with a request in flight", func() bool {
 		b = r.busy(t)
 		return len(b) == 1
-	})
+	}, processes(r.workers)...)
 	for w := range b {
 		return w
 	}
@@ -238,7 +240,7 @@ func (r *migrationRig) busiest(t testing.TB) (*worker, int) {
 		}
 	}
 	if best == nil {
-		t.Fatal("no worker has a request in flight")
+		fatalf(t, processes(r.workers), "no worker has a request in flight")
 	}
 	return best, n
 }
@@ -263,7 +265,7 @@ var disconnectedLine = regexp.MustCompile(`migration: Stream disconnected\.\.\. 
 
 func (f *frontend) migrations(t testing.TB) migrationSnapshot {
 	t.Helper()
-	m := scrape(t, f.http, f.url+"/metrics")
+	m := f.scrape(t)
 	var s migrationSnapshot
 	s.ongoing, _ = m.value("dynamo_frontend_model_migration_total", `model="demo"`, `migration_type="ongoing_request"`)
 	s.newRequest, _ = m.value("dynamo_frontend_model_migration_total", `model="demo"`, `migration_type="new_request"`)
@@ -287,7 +289,7 @@ func checkOneMigration(t testing.TB, f *frontend, before migrationSnapshot, lo, 
 	// The client can see the answer before the test has copied the
 	// frontend's log lines from its stderr pipe.
 	var after migrationSnapshot
-	testenv.WaitFor(t, 5*time.Second, "the frontend's migration log lines", func() bool {
+	f.waitFor(t, 5*time.Second, "the frontend's migration log lines", func() bool {
 		after = f.migrations(t)
 		return after.disconnected > before.disconnected && after.recreated > before.recreated
 	})
@@ -366,7 +368,7 @@ func (r *migrationRig) testKillUnary(t *testing.T) {
 	w.kill()
 	got := <-res
 	if got.err != nil || got.status != http.StatusOK {
-		t.Fatalf("migrated unary completion: status %d, err %v, body %s", got.status, got.err, got.body)
+		r.mig.fatalf(t, "migrated unary completion: status %d, err %v, body %s", got.status, got.err, got.body)
 	}
 	var u response
 	if err := json.Unmarshal(got.body, &u); err != nil {
@@ -396,7 +398,7 @@ func (r *migrationRig) responseBytes(t testing.TB) map[*worker]float64 {
 // than before, so that a kill lands in the middle of the answer.
 func (r *migrationRig) waitAnswering(t testing.TB, w *worker, before map[*worker]float64) {
 	t.Helper()
-	testenv.WaitFor(t, 5*time.Second, w.name+" to send the first tokens", func() bool {
+	w.waitFor(t, 5*time.Second, w.name+" to send the first tokens", func() bool {
 		return r.metric(t, w, "dynamo_component_response_bytes_total") > before[w]+2000
 	})
 }
@@ -428,10 +430,10 @@ func (r *migrationRig) testTerminate(t *testing.T) {
 	select {
 	case <-w.done:
 		if w.err != nil {
-			t.Errorf("%s after SIGTERM: %v, want a clean exit", w.name, w.err)
+			t.Errorf("%s after SIGTERM: %v, want a clean exit%s", w.name, w.err, w.lastLines())
 		}
 	case <-time.After(15 * time.Second):
-		t.Errorf("%s still running 15s after SIGTERM", w.name)
+		t.Errorf("%s still running 15s after SIGTERM%s", w.name, w.lastLines())
 	}
 	after := r.mig.migrations(t)
 	if d := after.cannot - before.cannot; d != 0 {
@@ -474,10 +476,10 @@ func (r *migrationRig) testNoMigrationUnary(t *testing.T) {
 	w.kill()
 	got := <-res
 	if got.err != nil {
-		t.Fatal(got.err)
+		r.off.fatalf(t, "unary after the kill, limit 0: %v", got.err)
 	}
 	if got.status < 500 {
-		t.Fatalf("unary after the kill, limit 0: status %d %s, want a 5xx error", got.status, got.body)
+		r.off.fatalf(t, "unary after the kill, limit 0: status %d %s, want a 5xx error", got.status, got.body)
 	}
 	decodeError(t, got.status, got.body)
 	if d := got.at.Sub(killed); d > time.Second {
@@ -513,7 +515,7 @@ func checkErrorEvent(t testing.TB, what string, body []byte) apiError {
 func (r *migrationRig) checkNoMigration(t testing.TB, before migrationSnapshot) {
 	t.Helper()
 	var after migrationSnapshot
-	testenv.WaitFor(t, 5*time.Second, `"Cannot recreate stream: migration is off for this request" in the frontend's log`, func() bool {
+	r.off.waitFor(t, 5*time.Second, `"Cannot recreate stream: migration is off for this request" in the frontend's log`, func() bool {
 		after = r.off.migrations(t)
 		return after.off > before.off
 	})
@@ -568,7 +570,7 @@ func (r *migrationRig) testAllKilled(t *testing.T) {
 	f := r.mig
 	goroutines := func() float64 {
 		f.http.Transport.(*http.Transport).CloseIdleConnections()
-		v, _ := scrape(t, f.http, f.url+"/metrics").value("go_goroutines")
+		v, _ := f.scrape(t).value("go_goroutines")
 		return v
 	}
 	base := goroutines()
@@ -587,18 +589,18 @@ func (r *migrationRig) testAllKilled(t *testing.T) {
 		t.Errorf("error %+v: want the original failure (500, the stream ended before generation completed), not a retry's", e)
 	}
 	var after migrationSnapshot
-	testenv.WaitFor(t, 5*time.Second, `"Cannot recreate stream" in the frontend's log`, func() bool {
+	f.waitFor(t, 5*time.Second, `"Cannot recreate stream" in the frontend's log`, func() bool {
 		after = f.migrations(t)
 		return after.cannot > before.cannot
 	})
 	t.Logf("error event %s after the kill; %v mid-stream and %v new-request migrations before giving up; %d \"Cannot recreate stream\" log lines",
 		s.errorAt().Sub(killed).Round(time.Millisecond), after.ongoing-before.ongoing, after.newRequest-before.newRequest, after.cannot-before.cannot)
-	testenv.WaitFor(t, 10*time.Second, "the frontend's inflight_requests to return to 0", func() bool {
-		v, ok := scrape(t, f.http, f.url+"/metrics").value("dynamo_frontend_inflight_requests", `model="demo"`)
+	f.waitFor(t, 10*time.Second, "the frontend's inflight_requests to return to 0", func() bool {
+		v, ok := f.scrape(t).value("dynamo_frontend_inflight_requests", `model="demo"`)
 		return ok && v == 0
 	})
 	var now float64
-	testenv.WaitFor(t, 10*time.Second, fmt.Sprintf("go_goroutines to return to its level before the request (%v)", base), func() bool {
+	f.waitFor(t, 10*time.Second, fmt.Sprintf("go_goroutines to return to its level before the request (%v)", base), func() bool {
 		now = goroutines()
 		return now <= base+3
 	})
@@ -607,6 +609,7 @@ func (r *migrationRig) testAllKilled(t *testing.T) {
 
 // liveStream is a streaming request read as it arrives.
 type liveStream struct {
+	proc   *process        // the frontend answering it
 	sent   time.Time       // when the request was sent; read it after the first event
 	events chan timedEvent // closed at the end of the body
 	seen   []timedEvent    // the events taken from events so far
@@ -627,7 +630,7 @@ func (f *frontend) startStream(t testing.TB, path string, req object) *liveStrea
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &liveStream{events: make(chan timedEvent, 4096)}
+	s := &liveStream{proc: f.process, events: make(chan timedEvent, 4096)}
 	go s.read(t.Context(), f.http, f.url+path, b)
 	return s
 }
@@ -700,14 +703,14 @@ func (s *liveStream) waitContent(t testing.TB, n int) {
 		select {
 		case e, ok := <-s.events:
 			if !ok {
-				t.Fatalf("the stream ended after %d of the %d chunks waited for: %v\n%s", got, n, s.err, s.body.String())
+				s.proc.fatalf(t, "the stream ended after %d of the %d chunks waited for: %v\n%s", got, n, s.err, s.body.String())
 			}
 			s.seen = append(s.seen, e)
 			if e.content() {
 				got++
 			}
 		case <-timeout:
-			t.Fatalf("10s waiting for %d chunks, %d arrived", n, got)
+			s.proc.fatalf(t, "10s waiting for %d chunks, %d arrived", n, got)
 		}
 	}
 }
@@ -722,13 +725,13 @@ func (s *liveStream) finish(t testing.TB, d time.Duration) []byte {
 		case e, ok := <-s.events:
 			if !ok {
 				if s.err != nil {
-					t.Fatalf("stream: %v", s.err)
+					s.proc.fatalf(t, "stream: %v", s.err)
 				}
 				return s.body.Bytes()
 			}
 			s.seen = append(s.seen, e)
 		case <-timeout:
-			t.Fatalf("the stream did not end within %s (%d events so far)", d, len(s.seen))
+			s.proc.fatalf(t, "the stream did not end within %s (%d events so far)", d, len(s.seen))
 		}
 	}
 }

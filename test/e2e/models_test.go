@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,8 +9,6 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
-
-	"github.com/dynamo-go/dynamo/internal/testenv"
 )
 
 // TestTwoModels serves two models from two mocker processes, checks that
@@ -19,28 +16,18 @@ import (
 // way a crash would and checks that its model goes away.
 func TestTwoModels(t *testing.T) {
 	c := newCluster(t, "etcd", "tcp")
-	type worker struct {
-		proc    *process
-		metrics string // the worker's /metrics URL
-	}
-	workers := map[string]*worker{}
+	workers := map[string]*process{}
 	for _, name := range []string{"demo-a", "demo-b"} {
-		port := testenv.FreePort(t)
-		workers[name] = &worker{
-			proc: c.startMocker(name, append([]string{"--model-name", name,
-				// Each model on its own endpoint: the frontend routes a
-				// model's requests to every instance of the model's
-				// endpoint.
-				"--endpoint", "dyn://dynamo." + name + ".generate"}, deterministic...),
-				fmt.Sprintf("DYN_SYSTEM_PORT=%d", port)),
-			metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port),
-		}
+		workers[name] = c.startMocker(name, append([]string{"--model-name", name,
+			// Each model on its own endpoint: the frontend routes a
+			// model's requests to every instance of the model's endpoint.
+			"--endpoint", "dyn://dynamo." + name + ".generate"}, deterministic...))
 	}
 	f := c.startFrontend()
 	f.waitModels(t, "demo-a", "demo-b")
 
 	served := func(name string) float64 {
-		v, _ := scrape(t, f.http, workers[name].metrics).value("dynamo_component_requests_total", generateEndpoint)
+		v, _ := workers[name].scrape(t).value("dynamo_component_requests_total", generateEndpoint)
 		return v
 	}
 	t.Run("each model answers from its own worker", func(t *testing.T) {
@@ -64,15 +51,11 @@ func TestTwoModels(t *testing.T) {
 	})
 
 	t.Run("killed worker's model goes away", func(t *testing.T) {
-		workers["demo-b"].proc.kill()
+		workers["demo-b"].kill()
 		start := time.Now()
-		var ids []string
-		for ids = f.modelIDs(t); !slices.Equal(ids, []string{"demo-a"}); ids = f.modelIDs(t) {
-			if time.Since(start) > 20*time.Second {
-				t.Fatalf("20s after SIGKILL of demo-b's only worker, /v1/models lists %v", ids)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		f.waitFor(t, 20*time.Second, "/v1/models to list only demo-a after SIGKILL of demo-b's only worker", func() bool {
+			return slices.Equal(f.modelIDs(t), []string{"demo-a"})
+		})
 		t.Logf("demo-b left /v1/models %s after SIGKILL", time.Since(start).Round(100*time.Millisecond))
 
 		resp, body := f.post(t, "/v1/chat/completions", userChat("demo-b", "Hi", 4))
