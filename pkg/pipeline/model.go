@@ -112,12 +112,13 @@ func (m *Model) UpdateBusyThresholds(u BusyThresholds) (BusyThresholds, error) {
 }
 
 // addWorker and removeWorker keep the chain's view of the workers in step
-// with discovery.
-func (m *Model) addWorker(id uint64) {
-	m.workers.add(id)
+// with discovery. A joining worker becomes a candidate once the KV router
+// knows its cache.
+func (m *Model) addWorker(ctx context.Context, id uint64) {
 	if m.kv != nil {
-		m.kv.AddWorker(id)
+		m.kv.AddWorker(ctx, id)
 	}
+	m.workers.add(id)
 }
 
 func (m *Model) removeWorker(id uint64) {

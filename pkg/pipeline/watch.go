@@ -88,7 +88,7 @@ func (r *Registry) addCard(ctx context.Context, key string, value []byte) {
 	m := r.models[card.DisplayName]
 	r.mu.RUnlock()
 	if m != nil {
-		r.joinModel(m, key, rec, card)
+		r.joinModel(ctx, m, key, rec, card)
 		return
 	}
 	ep := runtime.EndpointID{Namespace: rec.Namespace, Component: rec.Component, Name: rec.Endpoint}
@@ -99,7 +99,7 @@ func (r *Registry) addCard(ctx context.Context, key string, value []byte) {
 		return
 	}
 	m.keys[key] = true
-	m.addWorker(rec.InstanceID)
+	m.addWorker(ctx, rec.InstanceID)
 	r.mu.Lock()
 	for _, n := range card.Names() {
 		if other := r.names[n]; other != nil && other != m {
@@ -144,7 +144,7 @@ func (r *Registry) decodeCard(key string, value []byte) (*modelcard.Record, *mod
 }
 
 // joinModel adds a worker to a served model, if its card matches.
-func (r *Registry) joinModel(m *Model, key string, rec *modelcard.Record, card *modelcard.Card) {
+func (r *Registry) joinModel(ctx context.Context, m *Model, key string, rec *modelcard.Record, card *modelcard.Card) {
 	if m.card.MDCSum != card.MDCSum {
 		r.log.Warn("pipeline: worker's model card differs from the model's; instance ignored",
 			"model", card.DisplayName, "key", key, "mdc_sum", card.MDCSum, "model_mdc_sum", m.card.MDCSum)
@@ -155,7 +155,7 @@ func (r *Registry) joinModel(m *Model, key string, rec *modelcard.Record, card *
 	r.byKey[key] = m
 	workers := len(m.keys)
 	r.mu.Unlock()
-	m.addWorker(rec.InstanceID)
+	m.addWorker(ctx, rec.InstanceID)
 	r.log.Info("pipeline: worker joined model", "model", m.name, "workers", workers)
 }
 

@@ -8,10 +8,10 @@
 // Model assembles the parts for one served model and is what the
 // frontend's model registry (package pipeline) builds: a backend.Generator
 // stage in front of the push router, with Decide for routing queries
-// (where would this request go, changing nothing), AddWorker and
-// RemoveWorker for discovery's news, and a blocking Run that owns the
-// event-plane subscriptions (KV events, load metrics, replica sync), the
-// loading of joining workers' indexes and the approximate index's expiry.
+// (where would this request go, changing nothing), AddWorker (which loads
+// a joining worker's index) and RemoveWorker for discovery's news, and a
+// blocking Run that owns the event-plane subscriptions (KV events, load
+// metrics, replica sync) and the approximate index's expiry.
 // Its outputs carry a backend.Placement with the chosen worker, its dp
 // rank and its cached prefix.
 //

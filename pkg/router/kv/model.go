@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
@@ -91,12 +90,11 @@ type ModelDeps struct {
 // approximate index), the workers' load, and the event-plane
 // subscriptions that feed them.
 //
-// Lifecycle: NewModel builds it and starts nothing; Run subscribes, loads
-// each joining worker's cached blocks and, in approximate mode, expires
-// old blocks, until its context ends. The owner tells it about workers
-// joining and leaving with AddWorker and RemoveWorker. Generate and
-// Decide may be called before Run (the index is then empty). A Model is
-// safe for concurrent use.
+// Lifecycle: NewModel builds it and starts nothing; Run subscribes and, in
+// approximate mode, expires old blocks, until its context ends. The owner
+// tells it about workers joining (AddWorker loads a joining worker's
+// cached blocks) and leaving (RemoveWorker). Generate and Decide may be
+// called before Run. A Model is safe for concurrent use.
 type Model struct {
 	info     ModelInfo
 	cfg      Config
@@ -109,10 +107,6 @@ type Model struct {
 	approx   *ApproxIndexer // nil in events mode
 	degraded bool           // KV events were wanted but there is no event plane
 	log      *slog.Logger
-
-	mu     sync.Mutex
-	joined []uint64      // workers whose cached blocks Run has yet to load
-	wake   chan struct{} // tells Run that joined grew
 }
 
 var _ backend.Generator = (*Model)(nil)
@@ -128,8 +122,7 @@ func NewModel(cfg Config, info ModelInfo, deps ModelDeps) (*Model, error) {
 	if met == nil {
 		met = &Metrics{}
 	}
-	m := &Model{info: info, cfg: cfg, dpSize: int(max(1, info.Capacity.DataParallelSize)), events: deps.Events,
-		log: log, wake: make(chan struct{}, 1)}
+	m := &Model{info: info, cfg: cfg, dpSize: int(max(1, info.Capacity.DataParallelSize)), events: deps.Events, log: log}
 	sc := DefaultSchedulerConfig(info.BlockSize)
 	if cfg.OverlapScoreWeight != nil {
 		sc.OverlapScoreWeight = *cfg.OverlapScoreWeight
@@ -233,33 +226,24 @@ func (m *Model) UpdateThresholds(u BusyThresholds) (BusyThresholds, error) {
 }
 
 // AddWorker tells the model a worker joined: its capacity counts at once,
-// and Run loads its cached blocks (a dump of its local index, per rank).
-func (m *Model) AddWorker(id uint64) {
+// and in events mode its cached blocks (a dump of its local index, per dp
+// rank) are loaded before AddWorker returns, so that the worker is routed
+// with its cache known. A worker that does not answer within the query
+// timeout is logged and routed on what its events will tell; ctx bounds
+// the wait too.
+func (m *Model) AddWorker(ctx context.Context, id uint64) {
 	m.monitor.SetCapacity(id, m.info.Capacity)
 	if m.sync == nil {
 		return
 	}
-	m.mu.Lock()
-	m.joined = append(m.joined, id)
-	m.mu.Unlock()
-	select {
-	case m.wake <- struct{}{}:
-	default:
+	for r := 0; r < m.dpSize; r++ {
+		m.sync.Resync(ctx, Worker{ID: id, DPRank: uint32(r)})
 	}
 }
 
 // RemoveWorker forgets a worker that left: its cached blocks, load and
 // capacity.
 func (m *Model) RemoveWorker(id uint64) {
-	m.mu.Lock()
-	kept := m.joined[:0]
-	for _, j := range m.joined {
-		if j != id {
-			kept = append(kept, j)
-		}
-	}
-	m.joined = kept
-	m.mu.Unlock()
 	if m.sync != nil {
 		m.sync.RemoveWorker(id)
 	}
@@ -268,40 +252,20 @@ func (m *Model) RemoveWorker(id uint64) {
 }
 
 // Run subscribes to the workers' KV events and load metrics (and the
-// replicas' load deltas with ReplicaSync), loads joining workers' cached
-// blocks, and runs the approximate index's expiry, until ctx ends. It
-// returns nil then, or the error of a subscription that failed.
+// replicas' load deltas with ReplicaSync) and, in approximate mode, runs
+// the index's expiry, until ctx ends. It returns nil then, or the error of
+// a subscription that failed.
 func (m *Model) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the subscriptions
 	if err := m.subscribe(ctx); err != nil {
 		return fmt.Errorf("kv router: %s: %w", m.info.Name, err)
 	}
-	var wg sync.WaitGroup
 	if m.approx != nil {
-		wg.Go(func() { _ = m.approx.Run(ctx) })
+		return m.approx.Run(ctx)
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			wg.Wait()
-			return nil
-		case <-m.wake:
-			for _, id := range m.takeJoined() {
-				for r := 0; r < m.dpSize; r++ {
-					m.sync.Resync(ctx, Worker{ID: id, DPRank: uint32(r)})
-				}
-			}
-		}
-	}
-}
-
-func (m *Model) takeJoined() []uint64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ids := m.joined
-	m.joined = nil
-	return ids
+	<-ctx.Done()
+	return nil
 }
 
 // subscribe opens the model's event-plane subscriptions for the life of
