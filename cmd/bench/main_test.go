@@ -11,11 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dynamo-go/dynamo/internal/loadgen"
+	"github.com/dynamo-go/dynamo/internal/testenv"
 )
 
 func TestRunWritesJSONReport(t *testing.T) {
@@ -158,28 +158,10 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestBaselineServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr testenv.Buffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"baseline", "--addr", "127.0.0.1:0"}, io.Discard, &stderr) }()
 

@@ -10,4 +10,7 @@
 //
 // Every server is stopped by t.Cleanup. Servers keep their address across
 // Stop/Start, so tests can restart one and check that clients reconnect.
+//
+// Buffer collects what a child process or a logger writes while the test
+// reads it.
 package testenv

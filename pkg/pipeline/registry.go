@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -139,15 +140,7 @@ func (r *Registry) Instances() []runtime.Instance {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b runtime.Instance) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b runtime.Instance) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 

@@ -1,7 +1,6 @@
 package runtime_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,10 +8,10 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/dynamo-go/dynamo/internal/testenv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -63,7 +62,7 @@ func TestStatusServerHealthAndMetrics(t *testing.T) {
 // DYN_SYSTEM_PORT=0 relies on: the status server binds a port the kernel
 // picks, on the host asked for, and logs the address it got.
 func TestStatusServerReportsItsAddress(t *testing.T) {
-	var log syncBuffer
+	var log testenv.Buffer
 	cfg := runtime.Config{Discovery: runtime.DiscoveryMem, TCPHost: "127.0.0.1", SystemHost: "127.0.0.1", SystemPort: 0, GracePeriod: -1}
 	rt, err := runtime.New(t.Context(), cfg, runtime.Deps{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
@@ -89,25 +88,6 @@ func TestStatusServerReportsItsAddress(t *testing.T) {
 		t.Fatalf("GET /live at the logged address: %v", err)
 	}
 	resp.Body.Close()
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger's writes and the test's
-// reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // expectMetrics waits up to 5 s for /metrics to show every line of want.

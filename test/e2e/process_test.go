@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dynamo-go/dynamo/internal/testenv"
 )
 
 // Lines the binaries log once a listener is bound (slog text format); the
@@ -38,7 +39,7 @@ const (
 type process struct {
 	name     string
 	cmd      *exec.Cmd
-	log      *syncBuffer
+	log      *testenv.Buffer
 	done     chan struct{}  // closed when the process has exited
 	err      error          // how it exited; set before done is closed
 	http     *http.Client   // for requests to the process
@@ -58,7 +59,7 @@ type process struct {
 // failed.
 func startProcess(t testing.TB, name, bin string, addrLine *regexp.Regexp, env []string, args ...string) *process {
 	t.Helper()
-	p := &process{name: name, cmd: exec.Command(bin, args...), log: &syncBuffer{}, done: make(chan struct{}), addrLine: addrLine}
+	p := &process{name: name, cmd: exec.Command(bin, args...), log: &testenv.Buffer{}, done: make(chan struct{}), addrLine: addrLine}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "DYN_") && !strings.HasPrefix(kv, "ETCD_") && !strings.HasPrefix(kv, "NATS_") {
 			p.cmd.Env = append(p.cmd.Env, kv)
@@ -170,7 +171,7 @@ func (p *process) lastLines() string {
 	if p.exited() {
 		state = fmt.Sprintf("exited: %v", p.err)
 	}
-	return fmt.Sprintf("\n---- %s (%s): last %d log lines ----\n%s", p.name, state, logTail, p.log.tail(logTail))
+	return fmt.Sprintf("\n---- %s (%s): last %d log lines ----\n%s", p.name, state, logTail, p.log.Tail(logTail))
 }
 
 // stop sends SIGTERM and waits up to grace for the process to exit, then
@@ -220,36 +221,4 @@ func (p *process) scrape(t testing.TB) metrics {
 		p.fatalf(t, "GET %s: status %d, err %v", url, resp.StatusCode, err)
 	}
 	return metrics(b)
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writes and the
-// test's reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// tail returns the last n lines written.
-func (b *syncBuffer) tail(n int) string {
-	s := strings.TrimSuffix(b.String(), "\n")
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '\n' {
-			if n--; n == 0 {
-				return s[i+1:]
-			}
-		}
-	}
-	return s
 }
