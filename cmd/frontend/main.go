@@ -81,7 +81,9 @@ func run(args []string, env func(string) string, stderr io.Writer, ready chan<- 
 func serve(ctx context.Context, s settings, rcfg runtime.Config, pprofAddr string, log *slog.Logger, ready chan<- string) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	rt, err := runtime.New(ctx, rcfg, runtime.Deps{Logger: log, Registry: prometheus.NewRegistry()})
+	// The runtime's metrics share the frontend's /metrics: the worker-side
+	// ones stay empty here; the discovery ones tell an etcd outage.
+	rt, err := runtime.New(ctx, rcfg, runtime.Deps{Logger: log, Registry: reg})
 	if err != nil {
 		return err
 	}

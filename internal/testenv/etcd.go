@@ -96,8 +96,8 @@ func (e *Etcd) config() *embed.Config {
 	cfg.ListenPeerUrls = []url.URL{peer}
 	cfg.AdvertisePeerUrls = []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	// Model cards embed tokenizers of several MB (discovery.MaxValueSize).
-	cfg.MaxRequestBytes = 33 << 20
+	// etcd's default request limit (1.5 MiB), as every managed etcd has:
+	// nothing the stack writes may need more (discovery.MaxValueSize).
 	return cfg
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/dynamo-go/dynamo/pkg/openai"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
 // routes builds the chi router.
@@ -62,6 +63,9 @@ type healthBody struct {
 	// KVRouting gives each model's KV routing mode (router mode kv):
 	// "events", or "approximate (no KV events: ...)" when it fell back.
 	KVRouting map[string]string `json:"kv_routing,omitempty"`
+	// Discovery is the link to etcd. An outage leaves the status healthy:
+	// the frontend keeps routing to the workers it knows.
+	Discovery *runtime.DiscoveryStatus `json:"discovery,omitempty"`
 }
 
 // handleLive answers 200 while the service runs, 503 once it shuts down.
@@ -85,7 +89,8 @@ func (s *Service) handleHealth(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, healthBody{Status: "not_ready", Message: "Waiting for the first discovery sync", InitialDiscoveryComplete: &synced})
 		return
 	}
-	body := healthBody{Status: "healthy", Message: "Service is healthy", Endpoints: []string{}, Instances: []any{}, InitialDiscoveryComplete: &synced}
+	disc := s.models.Discovery()
+	body := healthBody{Status: "healthy", Message: "Service is healthy", Endpoints: []string{}, Instances: []any{}, InitialDiscoveryComplete: &synced, Discovery: &disc}
 	ready := false
 	for _, m := range s.models.Models() {
 		ready = ready || m.Ready()

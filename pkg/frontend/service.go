@@ -26,6 +26,7 @@ type models interface {
 	Models() []*pipeline.Model
 	Synced() bool
 	Instances() []runtime.Instance
+	Discovery() runtime.DiscoveryStatus
 }
 
 var _ models = (*pipeline.Registry)(nil)

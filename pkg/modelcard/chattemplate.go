@@ -13,66 +13,110 @@ import (
 // resolveTemplate finds the chat template, in the reference system's order:
 // a custom file, chat_template.jinja, chat_template.json, then
 // tokenizer_config.json's chat_template (a string, or a list of named
-// templates kept as is). It returns nil when there is none.
-func resolveTemplate(dir, custom string, tok tokenizerConfig) (*ChatTemplate, error) {
+// templates kept as is). It returns nil when there is none. tokCfg is the
+// loaded tokenizer_config.json, or nil.
+func resolveTemplate(dir, custom string, tokCfg *File) (*ChatTemplate, error) {
 	if custom != "" {
 		b, err := os.ReadFile(custom)
 		if err != nil {
 			return nil, fmt.Errorf("modelcard: custom chat template: %w", err)
 		}
-		return textTemplate(TemplateCustom, custom, b)
+		return fileTemplate(TemplateCustom, filepath.Base(custom), b, tokCfg)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, FileChatTemplate))
-	switch {
-	case err == nil:
-		return textTemplate(TemplateJinja, FileChatTemplate, b)
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("modelcard: read %s: %w", FileChatTemplate, err)
-	}
-	b, err = os.ReadFile(filepath.Join(dir, FileChatTemplateJSON))
-	switch {
-	case err == nil:
-		var ct struct {
-			ChatTemplate json.RawMessage `json:"chat_template"`
+	for _, c := range []struct{ source, name string }{
+		{TemplateJinja, FileChatTemplate},
+		{TemplateJSON, FileChatTemplateJSON},
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, c.name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
 		}
-		if err := json.Unmarshal(b, &ct); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, FileChatTemplateJSON, err)
+		if err != nil {
+			return nil, fmt.Errorf("modelcard: read %s: %w", c.name, err)
 		}
-		if t, err := fieldTemplate(TemplateJSON, ct.ChatTemplate); t != nil || err != nil {
+		t, err := fileTemplate(c.source, c.name, b, tokCfg)
+		if t != nil || err != nil {
 			return t, err
 		}
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("modelcard: read %s: %w", FileChatTemplateJSON, err)
 	}
-	return fieldTemplate(TemplateTokenizerConfig, tok.ChatTemplate)
+	t := &ChatTemplate{Source: TemplateTokenizerConfig}
+	if err := t.parse(tokCfg); err != nil || !t.resolved() {
+		return nil, err
+	}
+	return t, nil
 }
 
-func textTemplate(source, path string, b []byte) (*ChatTemplate, error) {
-	if !utf8.Valid(b) {
-		return nil, fmt.Errorf("%w: chat template %s is not valid UTF-8", ErrInvalid, path)
+// fileTemplate is the template held by file name with contents b; nil
+// when the file holds none (a chat_template.json whose template is null).
+func fileTemplate(source, name string, b []byte, tokCfg *File) (*ChatTemplate, error) {
+	f, err := NewFile(name, b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: chat template %s is not valid UTF-8", ErrInvalid, name)
 	}
-	if len(b) == 0 {
-		return nil, fmt.Errorf("%w: chat template %s is empty", ErrInvalid, path)
+	t := &ChatTemplate{Source: source, File: f}
+	if err := t.parse(tokCfg); err != nil {
+		return nil, err
 	}
-	return &ChatTemplate{Source: source, Template: string(b)}, nil
-}
-
-// fieldTemplate reads a "chat_template" JSON value: a string, or a list of
-// {"name", "template"}; null, absent or "" is no template.
-func fieldTemplate(source string, raw json.RawMessage) (*ChatTemplate, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+	if !t.resolved() {
 		return nil, nil
+	}
+	return t, nil
+}
+
+// parse reads the template text from its loaded file (or from tokCfg, the
+// loaded tokenizer_config.json, when Source is TemplateTokenizerConfig).
+func (t *ChatTemplate) parse(tokCfg *File) error {
+	switch t.Source {
+	case TemplateCustom, TemplateJinja:
+		b := t.File.Bytes()
+		if !utf8.Valid(b) {
+			return fmt.Errorf("%w: chat template %s is not valid UTF-8", ErrInvalid, t.File.Path)
+		}
+		if len(b) == 0 {
+			return fmt.Errorf("%w: chat template %s is empty", ErrInvalid, t.fileName())
+		}
+		t.Template = string(b)
+		return nil
+	case TemplateJSON:
+		return t.parseField(t.File)
+	case TemplateTokenizerConfig:
+		return t.parseField(tokCfg)
+	default:
+		return fmt.Errorf("%w: chat template source %q is unknown", ErrInvalid, t.Source)
+	}
+}
+
+func (t *ChatTemplate) fileName() string {
+	if t.File == nil {
+		return t.Source
+	}
+	return t.File.Path
+}
+
+// parseField reads the "chat_template" member of a JSON file: a string, or
+// a list of {"name", "template"}; null, absent or "" is no template.
+func (t *ChatTemplate) parseField(f *File) error {
+	if f == nil {
+		return nil
+	}
+	var v struct {
+		ChatTemplate json.RawMessage `json:"chat_template"`
+	}
+	if err := json.Unmarshal(f.Bytes(), &v); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrInvalid, f.Path, err)
+	}
+	raw := v.ChatTemplate
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		if s == "" {
-			return nil, nil
-		}
-		return &ChatTemplate{Source: source, Template: s}, nil
+		t.Template = s
+		return nil
 	}
 	var list []NamedTemplate
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, fmt.Errorf("%w: %s chat_template is neither a string nor a list of {name, template}: %w", ErrInvalid, source, err)
+		return fmt.Errorf("%w: %s chat_template is neither a string nor a list of {name, template}: %w", ErrInvalid, t.Source, err)
 	}
 	usable := 0
 	for _, nt := range list {
@@ -81,7 +125,8 @@ func fieldTemplate(source string, raw json.RawMessage) (*ChatTemplate, error) {
 		}
 	}
 	if usable == 0 {
-		return nil, fmt.Errorf("%w: %s chat_template list has no entry with both a name and a template", ErrInvalid, source)
+		return fmt.Errorf("%w: %s chat_template list has no entry with both a name and a template", ErrInvalid, t.Source)
 	}
-	return &ChatTemplate{Source: source, Templates: list}, nil
+	t.Templates = list
+	return nil
 }

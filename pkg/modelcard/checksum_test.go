@@ -48,8 +48,8 @@ func TestChecksumStable(t *testing.T) {
 	if !strings.HasPrefix(c.MDCSum, "sha256:") || len(c.MDCSum) != len("sha256:")+64 {
 		t.Errorf("mdc_sum %q", c.MDCSum)
 	}
-	// The encoding is readable: no HTML escaping of the template.
-	if !bytes.Contains(a, []byte("<|im_start|>")) {
+	// The encoding is readable: no HTML escaping of special tokens.
+	if !bytes.Contains(a, []byte(`"eos_token":"<|im_end|>"`)) {
 		t.Error("card JSON escapes < and >")
 	}
 	// Re-encoding with other escaping or whitespace keeps the same sum.
@@ -102,7 +102,7 @@ func TestChecksumDetectsTampering(t *testing.T) {
 		t.Errorf("Verify after a change = %v, want ErrChecksum", err)
 	}
 	tok := *orig.TokenizerJSON
-	tok.Contents += " "
+	tok.contents = append(bytes.Clone(tok.contents), ' ')
 	c = *orig
 	c.TokenizerJSON = &tok
 	if _, err := c.Marshal(); err != nil {

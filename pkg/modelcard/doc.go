@@ -8,21 +8,24 @@
 //	v1/mdc/{namespace}/{component}/{endpoint}/{instance_id:x}
 //
 // (Key, Prefix, ParseKey). The frontend lists and watches the v1/mdc/ prefix,
-// decodes each Record, and on the first instance of a model builds its
-// pipeline from the card: the tokenizer from the embedded tokenizer.json, the
-// chat template, the EOS ids, the context length and the KV block size.
+// decodes each Record, and on the first instance of a model fetches the
+// model files and builds its pipeline from the card: the tokenizer from
+// tokenizer.json, the chat template, the EOS ids, the context length and the
+// KV block size.
 //
-// The tokenizer, tokenizer_config.json and config.json are embedded in the
-// card (as File values with their SHA-256), so the frontend needs no shared
-// filesystem and no hub access. A card is therefore as large as the model's
-// tokenizer.json plus a few KB: from tens of KB (the demo model) to about
-// 10 MB (Llama 3, 9 MB; Qwen, 7 MB). That is well inside etcd's default
-// request limit of 1.5 MiB only for small tokenizers: deployments with large
-// tokenizers must raise etcd's --max-request-bytes (e.g. to 32 MiB) or use the
-// file/mem discovery backends. See docs/model-card.md.
+// The card names each model file (tokenizer.json, tokenizer_config.json,
+// config.json, generation_config.json, the chat template's file) by path,
+// size and SHA-256 (File); the contents travel out of band. Every worker
+// serves them on its files endpoint (FilesEndpoint, FileRequest, FileChunk)
+// and the frontend loads them with Card.Load, checking each against its
+// checksum. So a card is about 1 KB whatever the model, well inside etcd's
+// default request limit, and no shared filesystem or hub access is needed.
+// Cards of the previous format, which embedded the contents, are still read
+// (their files arrive loaded). See docs/model-card.md.
 //
 // Integrity: Marshal sets the card's mdc_sum, "sha256:<hex>" over the
-// canonical encoding of the card (see Checksum), and Unmarshal verifies it;
+// canonical encoding of the card (see Checksum), which covers the files
+// through their checksums, and Unmarshal verifies it;
 // a mismatch is an error wrapping ErrChecksum. The same value lets a frontend
 // check that all workers serving one model agree on it.
 //

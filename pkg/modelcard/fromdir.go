@@ -117,7 +117,7 @@ func FromDir(dir string, opts Options) (*Card, error) {
 		c.ContextLength = contextLength(modelCfg, tokCfg)
 	}
 
-	if c.ChatTemplate, err = resolveTemplate(dir, opts.ChatTemplateFile, tokCfg); err != nil {
+	if c.ChatTemplate, err = resolveTemplate(dir, opts.ChatTemplateFile, c.TokenizerConfigJSON); err != nil {
 		return nil, err
 	}
 	c.ModelType = modelType
@@ -175,7 +175,7 @@ func decodeFile(f *File, v any) error {
 	if f == nil {
 		return nil
 	}
-	if err := json.Unmarshal([]byte(f.Contents), v); err != nil {
+	if err := json.Unmarshal(f.Bytes(), v); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrInvalid, f.Path, err)
 	}
 	return nil

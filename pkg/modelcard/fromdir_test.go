@@ -1,11 +1,14 @@
 package modelcard
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func u32(v uint32) *uint32 { return &v }
@@ -94,10 +97,28 @@ func TestFromDirShared(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if back.TokenizerJSON.Contents != c.TokenizerJSON.Contents {
+			if len(b) > 1<<20 {
+				t.Errorf("card is %d bytes; a stock etcd takes values up to 1 MiB", len(b))
+			}
+			if back.Loaded() {
+				t.Error("a decoded card is loaded; its files should travel out of band")
+			}
+			byChecksum := map[string][]byte{}
+			for _, f := range c.Files() {
+				byChecksum[f.Checksum] = f.Bytes()
+			}
+			err = back.Load(t.Context(), func(_ context.Context, f *File) ([]byte, error) { return byChecksum[f.Checksum], nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(back.TokenizerJSON.Bytes(), c.TokenizerJSON.Bytes()) {
 				t.Error("tokenizer.json changed in the round trip")
 			}
-			t.Logf("card size %d bytes (tokenizer.json %d)", len(b), len(c.TokenizerJSON.Contents))
+			if (c.ChatTemplate == nil) != (back.ChatTemplate == nil) ||
+				c.ChatTemplate != nil && c.ChatTemplate.Select(false) != back.ChatTemplate.Select(false) {
+				t.Error("the chat template changed in the round trip")
+			}
+			t.Logf("card size %d bytes (files %d bytes)", len(b), c.Size())
 		})
 	}
 }
@@ -194,8 +215,21 @@ func TestChatTemplateResolution(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, c.ChatTemplate); diff != "" {
+			if diff := cmp.Diff(tc.want, c.ChatTemplate, cmpopts.IgnoreFields(ChatTemplate{}, "File")); diff != "" {
 				t.Errorf("ChatTemplate (-want +got):\n%s", diff)
+			}
+			if tc.want != nil {
+				wantFile := map[string]string{TemplateJinja: FileChatTemplate, TemplateJSON: FileChatTemplateJSON}[tc.want.Source]
+				if got := c.ChatTemplate.fileName(); wantFile != "" && got != wantFile {
+					t.Errorf("template file %q, want %q", got, wantFile)
+				}
+				if wantFile == "" && c.ChatTemplate.File != nil {
+					t.Errorf("template from tokenizer_config.json has its own file %q", c.ChatTemplate.File.Path)
+				}
+				back := roundTrip(t, c)
+				if diff := cmp.Diff(c.ChatTemplate, back.ChatTemplate, cmpopts.IgnoreFields(ChatTemplate{}, "File")); diff != "" {
+					t.Errorf("template after publish and load (-want +got):\n%s", diff)
+				}
 			}
 			wantType := ModelCompletions
 			if tc.want != nil {
@@ -269,4 +303,26 @@ func TestFromDirOptions(t *testing.T) {
 	if c, err := FromDir(dir2, Options{}); err != nil || c.ContextLength != 0 {
 		t.Errorf("context length %v, %v; want 0", c, err)
 	}
+}
+
+// roundTrip publishes c (Marshal), decodes it as a frontend does, and loads
+// its files from c by checksum.
+func roundTrip(t *testing.T, c *Card) *Card {
+	t.Helper()
+	b, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byChecksum := map[string][]byte{}
+	for _, f := range c.Files() {
+		byChecksum[f.Checksum] = f.Bytes()
+	}
+	if err := back.Load(t.Context(), func(_ context.Context, f *File) ([]byte, error) { return byChecksum[f.Checksum], nil }); err != nil {
+		t.Fatal(err)
+	}
+	return back
 }

@@ -1,5 +1,7 @@
 package modelcard
 
+import "encoding/json"
+
 // Chat template sources, in the order FromDir looks for them.
 const (
 	TemplateCustom          = "custom"                // Options.ChatTemplateFile
@@ -11,16 +13,43 @@ const (
 // ChatTemplate is the model's resolved chat template: a single template
 // (Template), or tokenizer_config.json's list of named templates
 // (Templates) kept as is.
+//
+// In the card it is a reference: where the template came from (Source)
+// and the file that holds it (File; for Source TemplateTokenizerConfig the
+// card's tokenizer_config.json). Template and Templates are read from that
+// file once it is loaded (Card.Load); they are not part of the card's JSON.
 type ChatTemplate struct {
 	// Source says where the template came from: one of the Template*
 	// constants.
 	Source string `json:"source"`
+	// File is the template's own file: the custom template, chat_template.jinja
+	// or chat_template.json. Nil when Source is TemplateTokenizerConfig.
+	File *File `json:"file,omitempty"`
 	// Template is the template text, when there is a single one.
-	Template string `json:"template,omitempty"`
+	Template string `json:"-"`
 	// Templates are the named templates ("default", "tool_use", "rag", ...)
 	// when tokenizer_config.json has a list.
-	Templates []NamedTemplate `json:"templates,omitempty"`
+	Templates []NamedTemplate `json:"-"`
 }
+
+// UnmarshalJSON decodes the template reference. Cards of the previous
+// format carried the text inline ("template" or "templates"); it is kept.
+func (t *ChatTemplate) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Source    string          `json:"source"`
+		File      *File           `json:"file"`
+		Template  string          `json:"template"`
+		Templates []NamedTemplate `json:"templates"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*t = ChatTemplate{Source: w.Source, File: w.File, Template: w.Template, Templates: w.Templates}
+	return nil
+}
+
+// resolved reports whether the template text is known.
+func (t *ChatTemplate) resolved() bool { return t.Template != "" || len(t.Templates) > 0 }
 
 // NamedTemplate is one entry of a list-form chat_template.
 type NamedTemplate struct {

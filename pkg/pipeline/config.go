@@ -39,6 +39,9 @@ type Config struct {
 	// ("" means dynamo_frontend). It must be a valid Prometheus name
 	// prefix: cmd/frontend passes the frontend's (frontend.MetricsPrefix).
 	MetricsPrefix string
+	// FileCacheIdleBytes bounds the model files kept after their last model
+	// left (default 256 MiB); files of served models are always kept.
+	FileCacheIdleBytes int64
 }
 
 // Deps are the registry's collaborators.
@@ -64,6 +67,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MetricsPrefix == "" {
 		c.MetricsPrefix = "dynamo_frontend"
+	}
+	if c.FileCacheIdleBytes == 0 {
+		c.FileCacheIdleBytes = 256 << 20
 	}
 	return c
 }

@@ -35,7 +35,8 @@ type Model struct {
 	workers *modelInstances
 	kv      *kv.Model // nil unless RouterKV
 
-	keys map[string]bool // the card keys that keep it alive; guarded by Registry.mu
+	keys  map[string]bool // the card keys that keep it alive; guarded by Registry.mu
+	files []string        // checksums of the card's files, held in the cache
 
 	// stop ends the model's goroutines (the KV router's Run); done is
 	// closed when they have returned.

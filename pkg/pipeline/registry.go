@@ -35,11 +35,17 @@ type Registry struct {
 	migMet  *migration.Metrics
 	kvMet   *kv.Metrics // nil unless RouterKV
 
-	mu     sync.RWMutex
-	models map[string]*Model // canonical name -> model
-	names  map[string]*Model // every served name -> model
-	byKey  map[string]*Model // card key -> model
-	synced bool              // the first discovery snapshot was applied
+	files   *fileFetcher
+	loaded  chan *pendingModel // loaders hand loaded models to Run
+	loaders sync.WaitGroup
+
+	mu          sync.RWMutex
+	models      map[string]*Model        // canonical name -> model
+	names       map[string]*Model        // every served name -> model
+	byKey       map[string]*Model        // card key -> model
+	pending     map[string]*pendingModel // display name -> model whose files load
+	pendingKeys map[string]*pendingModel // card key -> pending model
+	synced      bool                     // the first discovery snapshot was applied
 }
 
 // ModelMetrics publishes which models are served and their configuration
@@ -72,7 +78,8 @@ func New(cfg Config, deps Deps) (*Registry, error) {
 		return nil, fmt.Errorf("pipeline: unknown router mode %q (want %s, %s or %s)", cfg.RouterMode, RouterRoundRobin, RouterRandom, RouterKV)
 	}
 	r := &Registry{cfg: cfg, rt: deps.Runtime, log: deps.Logger, clock: deps.Clock, metrics: deps.Metrics,
-		models: map[string]*Model{}, names: map[string]*Model{}, byKey: map[string]*Model{}}
+		models: map[string]*Model{}, names: map[string]*Model{}, byKey: map[string]*Model{},
+		pending: map[string]*pendingModel{}, pendingKeys: map[string]*pendingModel{}, loaded: make(chan *pendingModel)}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -82,6 +89,7 @@ func New(cfg Config, deps Deps) (*Registry, error) {
 	if r.metrics == nil {
 		r.metrics = noMetrics{}
 	}
+	r.files = &fileFetcher{rt: r.rt, cache: newFileCache(cfg.FileCacheIdleBytes), log: r.log}
 	reg := deps.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -126,6 +134,10 @@ func (r *Registry) Synced() bool {
 	defer r.mu.RUnlock()
 	return r.synced
 }
+
+// Discovery reports the link to discovery: during an outage the registry
+// keeps serving the models and instances it knows.
+func (r *Registry) Discovery() runtime.DiscoveryStatus { return r.rt.DiscoveryStatus() }
 
 // Instances returns every discovered worker instance of every model,
 // sorted by id.

@@ -23,18 +23,28 @@ func (r *Registry) Run(ctx context.Context) error {
 	if r.cfg.Namespace != "" {
 		prefix = modelcard.NamespacePrefix(r.cfg.Namespace)
 	}
+	ctx, cancel := context.WithCancel(ctx)
 	defer r.closeAll()
+	defer r.loaders.Wait()
+	defer cancel()
 	events, err := r.rt.Store().Watch(ctx, prefix)
 	if err != nil {
 		return fmt.Errorf("pipeline: watch %s: %w", prefix, err)
 	}
-	for ev := range events {
-		r.apply(ctx, ev)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return ErrWatchEnded
+			}
+			r.apply(ctx, ev)
+		case p := <-r.loaded:
+			r.install(ctx, p)
+		}
 	}
-	if ctx.Err() != nil {
-		return nil
-	}
-	return ErrWatchEnded
 }
 
 // apply brings the models in step with one discovery event.
@@ -64,42 +74,89 @@ func (r *Registry) apply(ctx context.Context, ev discovery.Event) {
 func (r *Registry) knownKeys() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	keys := make([]string, 0, len(r.byKey))
+	keys := make([]string, 0, len(r.byKey)+len(r.pendingKeys))
 	for k := range r.byKey {
+		keys = append(keys, k)
+	}
+	for k := range r.pendingKeys {
 		keys = append(keys, k)
 	}
 	return keys
 }
 
-// addCard registers one worker's card: the first worker of a model builds
-// its chain; later workers join it if their card matches.
+// addCard registers one worker's card: the first worker of a model starts
+// loading its files (load), later workers join the model, or its pending
+// load, if their card matches.
 func (r *Registry) addCard(ctx context.Context, key string, value []byte) {
 	r.mu.RLock()
 	_, known := r.byKey[key]
+	_, loading := r.pendingKeys[key]
 	r.mu.RUnlock()
-	if known {
+	if known || loading {
 		return
 	}
 	rec, card, ok := r.decodeCard(key, value)
 	if !ok {
 		return
 	}
-	r.mu.RLock()
+	r.mu.Lock()
 	m := r.models[card.DisplayName]
-	r.mu.RUnlock()
-	if m != nil {
+	p := r.pending[card.DisplayName]
+	switch {
+	case m != nil:
+		r.mu.Unlock()
 		r.joinModel(ctx, m, key, rec, card)
 		return
-	}
-	ep := runtime.EndpointID{Namespace: rec.Namespace, Component: rec.Component, Name: rec.Endpoint}
-	start := time.Now()
-	m, err := r.build(ctx, card, ep)
-	if err != nil {
-		r.log.Error("pipeline: cannot serve model", "model", card.DisplayName, "key", key, "err", err)
+	case p != nil && p.card.MDCSum != card.MDCSum:
+		r.mu.Unlock()
+		r.log.Warn("pipeline: worker's model card differs from the model's; instance ignored",
+			"model", card.DisplayName, "key", key, "mdc_sum", card.MDCSum, "model_mdc_sum", p.card.MDCSum)
+		return
+	case p != nil:
+		p.recs[key] = rec
+		r.pendingKeys[key] = p
+		r.mu.Unlock()
 		return
 	}
-	m.keys[key] = true
-	m.addWorker(ctx, rec.InstanceID)
+	p = &pendingModel{card: card, ep: runtime.EndpointID{Namespace: rec.Namespace, Component: rec.Component, Name: rec.Endpoint},
+		recs: map[string]*modelcard.Record{key: rec}, start: time.Now()}
+	var lctx context.Context
+	lctx, p.cancel = context.WithCancel(ctx)
+	r.pending[card.DisplayName] = p
+	r.pendingKeys[key] = p
+	r.loaders.Add(1)
+	r.mu.Unlock()
+	r.log.Info("pipeline: new model; loading its files from its workers", "model", card.DisplayName,
+		"files", len(card.Files()), "bytes", card.Size())
+	go r.load(lctx, p)
+}
+
+// install builds the chain of a model whose files are loaded and serves it
+// with the workers known by now. It runs on Run's goroutine.
+func (r *Registry) install(ctx context.Context, p *pendingModel) {
+	r.mu.Lock()
+	if r.pending[p.card.DisplayName] != p {
+		r.mu.Unlock() // every worker left while the files loaded
+		return
+	}
+	delete(r.pending, p.card.DisplayName)
+	for key := range p.recs {
+		delete(r.pendingKeys, key)
+	}
+	r.mu.Unlock()
+	p.cancel()
+	card := p.card
+	m, err := r.build(ctx, card, p.ep)
+	if err != nil {
+		r.log.Error("pipeline: cannot serve model", "model", card.DisplayName, "err", err)
+		return
+	}
+	m.files = fileSums(card)
+	r.files.cache.acquire(m.files)
+	for key, rec := range p.recs {
+		m.keys[key] = true
+		m.addWorker(ctx, rec.InstanceID)
+	}
 	r.mu.Lock()
 	for _, n := range card.Names() {
 		if other := r.names[n]; other != nil && other != m {
@@ -109,7 +166,9 @@ func (r *Registry) addCard(ctx context.Context, key string, value []byte) {
 		r.names[n] = m
 	}
 	r.models[m.name] = m
-	r.byKey[key] = m
+	for key := range p.recs {
+		r.byKey[key] = m
+	}
 	r.mu.Unlock()
 	r.metrics.SetModel(m.name, ModelConfig{
 		ContextLength:       int(card.ContextLength),
@@ -119,8 +178,10 @@ func (r *Registry) addCard(ctx context.Context, key string, value []byte) {
 		MaxNumBatchedTokens: card.RuntimeConfig.MaxNumBatchedTokens,
 		MigrationLimit:      r.migrationLimit(card),
 	})
-	r.log.Info("pipeline: model added", "model", m.name, "aliases", card.Aliases, "endpoint", ep.Path(),
-		"context_length", card.ContextLength, "chat_template", m.pre.HasChatTemplate(), "took", time.Since(start).Round(time.Millisecond))
+	cached, cachedBytes := r.files.cache.stats()
+	r.log.Info("pipeline: model added", "model", m.name, "aliases", card.Aliases, "endpoint", p.ep.Path(), "workers", len(p.recs),
+		"context_length", card.ContextLength, "chat_template", m.pre.HasChatTemplate(), "took", time.Since(p.start).Round(time.Millisecond),
+		"file_cache_files", cached, "file_cache_bytes", cachedBytes)
 }
 
 // decodeCard reads a card record; what cannot be served is logged and
@@ -159,9 +220,21 @@ func (r *Registry) joinModel(ctx context.Context, m *Model, key string, rec *mod
 	r.log.Info("pipeline: worker joined model", "model", m.name, "workers", workers)
 }
 
-// removeCard drops one worker's card; the model goes with its last worker.
+// removeCard drops one worker's card; the model goes with its last worker,
+// and a pending load with its last worker too.
 func (r *Registry) removeCard(key string) {
 	r.mu.Lock()
+	if p := r.pendingKeys[key]; p != nil {
+		delete(r.pendingKeys, key)
+		delete(p.recs, key)
+		if len(p.recs) == 0 {
+			delete(r.pending, p.card.DisplayName)
+			p.cancel()
+			r.log.Info("pipeline: model's last worker left before its files loaded", "model", p.card.DisplayName)
+		}
+		r.mu.Unlock()
+		return
+	}
 	m := r.byKey[key]
 	if m == nil {
 		r.mu.Unlock()
@@ -185,6 +258,7 @@ func (r *Registry) removeCard(key string) {
 	}
 	if last {
 		m.close()
+		r.files.cache.release(m.files)
 		r.metrics.RemoveModel(m.name)
 		r.log.Info("pipeline: model removed: its last worker left", "model", m.name)
 	} else {

@@ -1,6 +1,7 @@
 package preprocessor
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -32,12 +33,20 @@ func loadModel(t testing.TB, dir string, opts modelcard.Options) *Model {
 	if err != nil {
 		t.Fatalf("card for %s: %v", dir, err)
 	}
-	// The frontend gets the card the way a worker publishes it.
+	// The frontend gets the card the way a worker publishes it, and its
+	// files by checksum.
 	b, err := card.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := map[string][]byte{}
+	for _, f := range card.Files() {
+		files[f.Checksum] = f.Bytes()
+	}
 	if card, err = modelcard.Unmarshal(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := card.Load(context.Background(), func(_ context.Context, f *modelcard.File) ([]byte, error) { return files[f.Checksum], nil }); err != nil {
 		t.Fatal(err)
 	}
 	m, err := NewModel(card, Options{Now: func() time.Time { return frozen }, Clock: func() time.Time { return frozen }})

@@ -94,6 +94,10 @@ func New(ctx context.Context, cfg Config, deps Deps) (*DistributedRuntime, error
 	if rt.store, err = openStore(connectCtx, cfg, deps, log); err != nil {
 		return nil, err
 	}
+	if err := rt.registerDiscoveryMetrics(reg); err != nil {
+		rt.store.Close()
+		return nil, fmt.Errorf("runtime: metrics: %w", err)
+	}
 	switch cfg.RequestPlane {
 	case PlaneNATS:
 		if rt.nc, err = connectNATS(connectCtx, cfg, log); err != nil {
@@ -173,15 +177,18 @@ func (rt *DistributedRuntime) Registry() *prometheus.Registry { return rt.regist
 // instances (model cards). Keys written through it live with the lease.
 func (rt *DistributedRuntime) Store() discovery.Store { return rt.store }
 
-// Done is closed when the discovery lease is lost or the runtime is closed.
-// A worker must stop serving then: its instance records are gone.
+// Done is closed when the runtime is closed, or when a discovery back-end
+// that cannot recover loses its liveness (the file store); a worker must
+// stop serving then. The etcd back-end never loses it for good: after an
+// outage it takes a new lease and writes its keys again.
 func (rt *DistributedRuntime) Done() <-chan struct{} { return rt.store.Done() }
 
-// Run keeps the runtime alive until ctx ends or the lease is lost, then
-// shuts down in order: served endpoints unregister and drain (bounded by
-// Config.DrainTimeout), then the lease is revoked and connections close.
-// It returns nil after a clean shutdown and discovery.ErrLeaseLost if the
-// lease was lost.
+// Run keeps the runtime alive until ctx ends, then shuts down in order:
+// served endpoints unregister and drain (bounded by Config.DrainTimeout),
+// then the lease is revoked and connections close. An etcd outage, however
+// long, does not end it (see discovery.Etcd). It returns nil after a clean
+// shutdown, and discovery.ErrLeaseLost if a back-end that cannot recover
+// lost its liveness.
 func (rt *DistributedRuntime) Run(ctx context.Context) error {
 	leaseErr := make(chan error, 1)
 	if !rt.bg.goRun("discovery keep-alive", func(c context.Context) error {

@@ -40,7 +40,7 @@ func (rt *DistributedRuntime) statusServer() (*statusServer, error) {
 		if !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		_ = json.NewEncoder(w).Encode(rep)
+		_ = json.NewEncoder(w).Encode(statusBody{HealthReport: rep, Discovery: rt.DiscoveryStatus()})
 	}
 	mux.HandleFunc("GET "+rt.cfg.HealthPath, healthz)
 	if rt.cfg.LivePath != rt.cfg.HealthPath {
@@ -52,6 +52,13 @@ func (rt *DistributedRuntime) statusServer() (*statusServer, error) {
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
 	}
 	return rt.status, nil
+}
+
+// statusBody is the JSON of /health and /live: the health report and the
+// link to discovery (an outage does not change the status code).
+type statusBody struct {
+	HealthReport
+	Discovery DiscoveryStatus `json:"discovery"`
 }
 
 // StatusAddr returns the status server's address once Run started it, or

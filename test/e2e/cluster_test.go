@@ -17,8 +17,9 @@ import (
 // that every process started from it shares.
 type cluster struct {
 	t    testing.TB
-	args []string // --discovery-backend and --request-plane
-	env  []string // where etcd, NATS or the discovery directory are
+	args []string      // --discovery-backend and --request-plane
+	env  []string      // where etcd, NATS or the discovery directory are
+	etcd *testenv.Etcd // the etcd of etcd discovery, nil otherwise
 }
 
 // newCluster starts what the configuration needs: an in-process etcd for
@@ -38,7 +39,8 @@ func newCluster(t testing.TB, discovery, plane string) *cluster {
 	}}
 	switch discovery {
 	case "etcd":
-		c.env = append(c.env, "ETCD_ENDPOINTS="+testenv.StartEtcd(t).URL)
+		c.etcd = testenv.StartEtcd(t)
+		c.env = append(c.env, "ETCD_ENDPOINTS="+c.etcd.URL)
 	case "file":
 		c.env = append(c.env, "DYN_FILE_KV="+t.TempDir())
 	default:

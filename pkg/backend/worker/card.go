@@ -14,15 +14,15 @@ import (
 // ErrNoModelPath is returned when a worker has no model to publish a card for.
 var ErrNoModelPath = errors.New("worker: no model path (--model-path)")
 
-// publishCard resolves the model directory, builds the model card from it
-// and the engine's configuration, and writes it under the lease.
-func (w *server) publishCard(ctx context.Context, ecfg backend.Config) (string, error) {
+// buildCard resolves the model directory and builds the model card from
+// it and the engine's configuration, with the files loaded.
+func (w *server) buildCard(ctx context.Context, ecfg backend.Config) (*modelcard.Card, error) {
 	if w.cfg.ModelPath == "" {
-		return "", ErrNoModelPath
+		return nil, ErrNoModelPath
 	}
 	dir, err := hfhub.Resolve(ctx, w.cfg.Hub, w.cfg.ModelPath)
 	if err != nil {
-		return "", fmt.Errorf("worker: model %s: %w", w.cfg.ModelPath, err)
+		return nil, fmt.Errorf("worker: model %s: %w", w.cfg.ModelPath, err)
 	}
 	card, err := modelcard.FromDir(dir, modelcard.Options{
 		Name:               ecfg.Name(),
@@ -42,8 +42,15 @@ func (w *server) publishCard(ctx context.Context, ecfg backend.Config) (string, 
 		},
 	})
 	if err != nil {
-		return "", fmt.Errorf("worker: model card: %w", err)
+		return nil, fmt.Errorf("worker: model card: %w", err)
 	}
+	return card, nil
+}
+
+// publishCard writes the card under the lease. The card names its files
+// by checksum; they are served by the files endpoint, which must be up
+// first.
+func (w *server) publishCard(ctx context.Context, card *modelcard.Card) (string, error) {
 	ep := w.cfg.Endpoint
 	rec, err := modelcard.NewRecord(ep.Namespace, ep.Component, ep.Name, w.rt.InstanceID(), card)
 	if err != nil {
@@ -57,6 +64,6 @@ func (w *server) publishCard(ctx context.Context, ecfg backend.Config) (string, 
 	if err := w.rt.Store().Put(ctx, key, b); err != nil {
 		return "", fmt.Errorf("worker: publish model card: %w", err)
 	}
-	w.log.Info("worker: model card published", "key", key, "bytes", len(b))
+	w.log.Info("worker: model card published", "key", key, "bytes", len(b), "files", len(card.Files()), "file_bytes", card.Size())
 	return key, nil
 }

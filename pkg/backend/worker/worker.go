@@ -97,7 +97,9 @@ var ErrStartFailed = errors.New("worker: engine start failed")
 //  1. give a backend.KVEventSource its event publisher;
 //  2. Start the engine (on failure: Cleanup, return ErrStartFailed);
 //  3. let a backend.MetricsSource register its metrics;
-//  4. publish the model card (v1/mdc/..., bound to the lease);
+//  4. serve the model files on the files endpoint (modelcard.FilesEndpoint)
+//     and publish the model card (v1/mdc/..., bound to the lease), which
+//     names them by checksum;
 //  5. serve the endpoint: each request is decoded, handed to Generate,
 //     and its outputs streamed back; a stopped or killed request is
 //     reported to a backend.Aborter once;
@@ -174,11 +176,23 @@ func (w *server) run(ctx context.Context) (err error) {
 		}
 	}
 
-	cardKey, err := w.publishCard(ctx, ecfg)
+	card, err := w.buildCard(ctx, ecfg)
 	if err != nil {
 		return err
 	}
 	serveCtx, stopServing := context.WithCancel(context.Background())
+	files := make(chan error, 1)
+	go func() { files <- newFileServer(card).serve(serveCtx, w.rt, w.cfg.Endpoint) }()
+	defer func() {
+		stopServing()
+		if ferr := <-files; ferr != nil && err == nil {
+			err = fmt.Errorf("worker: files endpoint: %w", ferr)
+		}
+	}()
+	cardKey, err := w.publishCard(ctx, card)
+	if err != nil {
+		return err
+	}
 	watcherDone := make(chan struct{})
 	defer func() { stopServing(); <-watcherDone }()
 	go func() {

@@ -166,6 +166,40 @@ func request(maxTokens uint32) backend.Request {
 }
 
 // decodeCard reads a published model record and its verified card.
+// loadFiles fetches the card's files from the worker's files endpoint, as
+// a frontend does, and loads them (checking sizes and checksums).
+func loadFiles(t *testing.T, caller *runtime.DistributedRuntime, card *modelcard.Card) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	c, err := caller.Endpoint(runtime.EndpointID{Namespace: "test", Component: "backend", Name: modelcard.FilesEndpoint}).Client(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := c.WaitForInstances(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = card.Load(ctx, func(ctx context.Context, f *modelcard.File) ([]byte, error) {
+		var data []byte
+		req, _ := json.Marshal(modelcard.FileRequest{Checksum: f.Checksum})
+		rc := runtime.NewContext(ctx, "")
+		defer rc.Release()
+		err := c.Call(rc, ids[0], req, func(item []byte) error {
+			var chunk modelcard.FileChunk
+			if err := json.Unmarshal(item, &chunk); err != nil {
+				return err
+			}
+			data = append(data, chunk.Data...)
+			return nil
+		})
+		return data, err
+	})
+	if err != nil {
+		t.Fatalf("loading the card's files from the files endpoint: %v", err)
+	}
+}
+
 func decodeCard(t *testing.T, b []byte) *modelcard.Card {
 	t.Helper()
 	rec, err := modelcard.DecodeRecord(b)
@@ -224,6 +258,10 @@ func TestCustomChatTemplateReplacesTheModels(t *testing.T) {
 		t.Fatalf("model cards = %d, %v; want 1", len(kvs), err)
 	}
 	card := decodeCard(t, kvs[0].Value)
+	if card.Loaded() {
+		t.Fatal("the published card carries its files; they belong on the files endpoint")
+	}
+	loadFiles(t, h.caller, card)
 	if ct := card.ChatTemplate; ct == nil || ct.Source != modelcard.TemplateCustom || ct.Select(false) != tmpl {
 		t.Fatalf("chat template %+v, want the custom file", card.ChatTemplate)
 	}

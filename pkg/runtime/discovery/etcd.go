@@ -38,24 +38,35 @@ type EtcdConfig struct {
 }
 
 // Etcd is a Store in etcd (the "etcd" discovery back-end). Every key it
-// writes is attached to one lease per process, whose id is the instance id.
-// Run keeps the lease alive; Close revokes it, so the keys vanish at once;
-// if the process dies they vanish after the TTL.
+// writes is attached to one lease per process; the first lease's id is the
+// instance id, for the life of the store. Run keeps the lease alive; Close
+// revokes it, so the keys vanish at once; if the process dies they vanish
+// after the TTL.
 //
-// Etcd remembers the keys it owns (written by Create or Put, not removed by
-// Delete). When a keep-alive succeeds after an interruption (etcd
-// unreachable or restarted), it re-creates any owned key that is missing,
-// under the same lease.
+// Etcd is statically stable: losing etcd, for any length of time, never
+// ends it. It remembers the keys it owns (written by Create or Put, not
+// removed by Delete). When etcd answers again after an interruption, it
+// re-creates any owned key that is missing under the same lease, or, if the
+// lease expired meanwhile, takes a new lease and writes every owned key
+// under it (the keys keep their names: the instance id does not change).
+// Its watches hold back deletions while etcd is unreachable and for a
+// while after it returns (see Watch). Connectivity reports the outage.
 type Etcd struct {
 	cli         *clientv3.Client
-	lease       clientv3.LeaseID
+	id          uint64        // the first lease's id: the instance id
 	ttl         time.Duration // as granted
+	ttlSeconds  int64         // as asked
 	dialTimeout time.Duration
+	holdFor     time.Duration // see Watch
 	log         *slog.Logger
+	link        *link
+	kick        chan struct{} // asks Run to check the lease now
 	*life
 
-	mu    sync.Mutex        // serializes writes and re-creation
-	owned map[string][]byte // keys written under the lease
+	mu       sync.Mutex        // serializes writes and re-creation
+	lease    clientv3.LeaseID  // the current lease
+	owned    map[string][]byte // keys written under the lease
+	unwanted map[string]bool   // owned keys whose Delete did not reach etcd
 
 	runMu   sync.Mutex // held by Run
 	expires time.Time  // when the lease expires unless kept alive; under runMu
@@ -96,10 +107,8 @@ func NewEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		Password:             cfg.Password,
 		TLS:                  cfg.TLS,
 		Logger:               zap.NewNop(),
-		// Model cards embed the tokenizer (Llama 3's is 10 MB); the client's
-		// defaults (2 MiB out, 2 GiB in) would refuse to send them. The
-		// etcd server must allow them too: --max-request-bytes 33554432.
-		MaxCallSendMsgSize: MaxValueSize + 1<<20,
+		// Values are at most MaxValueSize (1 MiB); a list of many may be
+		// larger than the client's default 2 MiB in.
 		MaxCallRecvMsgSize: 256 << 20,
 		DialOptions: []grpc.DialOption{
 			// Reconnect within a second or so of etcd coming back, rather
@@ -135,12 +144,18 @@ func NewEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 				ttl := time.Duration(resp.TTL) * time.Second
 				return &Etcd{
 					cli:         cli,
+					id:          uint64(resp.ID),
 					lease:       resp.ID,
 					ttl:         ttl,
+					ttlSeconds:  ttlSeconds,
 					dialTimeout: cfg.DialTimeout,
+					holdFor:     max(ttl, 5*time.Second),
 					log:         log,
+					link:        newLink(log, "etcd"),
+					kick:        make(chan struct{}, 1),
 					life:        newLife(),
 					owned:       make(map[string][]byte),
+					unwanted:    make(map[string]bool),
 					expires:     granted.Add(ttl),
 					term:        resp.RaftTerm,
 				}, nil
@@ -165,12 +180,18 @@ func (e *Etcd) Done() <-chan struct{} { return e.life.Done() }
 // Err returns ErrLeaseLost or ErrClosed once Done is closed, nil before.
 func (e *Etcd) Err() error { return e.life.Err() }
 
-// ID returns the lease id.
-func (e *Etcd) ID() uint64 { return uint64(e.lease) }
+// ID returns the instance id: the id of the store's first lease.
+func (e *Etcd) ID() uint64 { return e.id }
+
+// Connectivity reports whether etcd answers this store's keep-alives.
+func (e *Etcd) Connectivity() Connectivity { return e.link.get() }
 
 // Create writes key=value under the lease if key is absent; see Store.
 func (e *Etcd) Create(ctx context.Context, key string, value []byte) error {
 	if err := e.check("create"); err != nil {
+		return err
+	}
+	if err := checkValue(key, value); err != nil {
 		return err
 	}
 	e.mu.Lock()
@@ -180,11 +201,16 @@ func (e *Etcd) Create(ctx context.Context, key string, value []byte) error {
 		Then(clientv3.OpPut(key, string(value), clientv3.WithLease(e.lease))).
 		Else(clientv3.OpGet(key)).
 		Commit()
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		e.adopt(key, value) // written with the new lease
+		return nil
+	}
 	if err != nil {
 		return e.wrap("create", key, err)
 	}
 	if resp.Succeeded {
 		e.owned[key] = bytes.Clone(value)
+		delete(e.unwanted, key)
 		return nil
 	}
 	for _, r := range resp.Responses {
@@ -205,13 +231,39 @@ func (e *Etcd) Put(ctx context.Context, key string, value []byte) error {
 	if err := e.check("put"); err != nil {
 		return err
 	}
+	if err := checkValue(key, value); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if _, err := e.cli.Put(ctx, key, string(value), clientv3.WithLease(e.lease)); err != nil {
+	_, err := e.cli.Put(ctx, key, string(value), clientv3.WithLease(e.lease))
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		e.adopt(key, value) // written with the new lease
+		return nil
+	}
+	if err != nil {
 		return e.wrap("put", key, err)
 	}
 	e.owned[key] = bytes.Clone(value)
+	delete(e.unwanted, key)
 	return nil
+}
+
+// adopt records key=value as owned when the lease turned out to be gone,
+// and asks Run to take a new lease, which writes every owned key. Called
+// with mu held.
+func (e *Etcd) adopt(key string, value []byte) {
+	e.owned[key] = bytes.Clone(value)
+	delete(e.unwanted, key)
+	e.checkLease()
+}
+
+// checkLease asks Run to check the lease at once.
+func (e *Etcd) checkLease() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
 }
 
 // Delete removes key, whoever wrote it; see Store.
@@ -221,10 +273,15 @@ func (e *Etcd) Delete(ctx context.Context, key string) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	_, owned := e.owned[key]
+	delete(e.owned, key)
 	if _, err := e.cli.Delete(ctx, key); err != nil {
+		if owned {
+			e.unwanted[key] = true // deleted when etcd answers again
+		}
 		return e.wrap("delete", key, err)
 	}
-	delete(e.owned, key)
+	delete(e.unwanted, key)
 	return nil
 }
 
@@ -261,7 +318,10 @@ func (e *Etcd) Close() error {
 	}
 	var errs []error
 	ctx, cancel := context.WithTimeout(context.Background(), e.dialTimeout)
-	_, err := e.cli.Revoke(ctx, e.lease)
+	e.mu.Lock()
+	lease := e.lease
+	e.mu.Unlock()
+	_, err := e.cli.Revoke(ctx, lease)
 	cancel()
 	if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		errs = append(errs, fmt.Errorf("discovery: revoke lease %x: %w", e.ID(), err))
@@ -288,12 +348,11 @@ func (e *Etcd) Orphan() {
 	e.cli.Close()
 }
 
-// wrap wraps an etcd error for op on key. A missing lease means the lease
-// is lost: Done is closed and the error wraps ErrLeaseLost.
+// wrap wraps an etcd error for op on key. A missing lease makes Run take
+// a new one.
 func (e *Etcd) wrap(op, key string, err error) error {
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		e.lose()
-		return fmt.Errorf("%w: %s %q: %w", ErrLeaseLost, op, key, err)
+		e.checkLease()
 	}
 	return fmt.Errorf("discovery: %s %q: %w", op, key, err)
 }

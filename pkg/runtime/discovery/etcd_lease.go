@@ -16,22 +16,20 @@ import (
 // keep-alive stream has ended.
 const keepAliveRetry = 500 * time.Millisecond
 
-// Run keeps the lease alive until ctx ends or the store is closed (nil).
-// Done is closed with ErrLeaseLost, and Run returns ErrLeaseLost, when etcd
-// reports the lease gone (revoked or expired), or when etcd stays
-// unreachable for too long.
+// Run keeps the lease alive until ctx ends or the store is closed; then it
+// returns nil. Losing etcd does not end it (static stability).
 //
 // Keep-alives go over one long-lived stream (clientv3's KeepAlive, a
 // request every TTL/3), which an etcd that is shutting down gracefully
-// still serves. If the stream ends without our asking, Run asks etcd
-// directly, every 500 ms, whether the lease is alive, for as long as it may
-// be: its TTL after the last keep-alive, plus one more TTL of grace,
-// because an etcd that was itself down (a restart) extends every lease
-// when it elects a leader again. Once etcd answers, its answer decides.
-//
-// After an interruption (the stream ended, keep-alives stalled for more
-// than TTL/2 + 1 s, or a new raft term: etcd restarted or changed leader) Run
-// re-creates the owned keys that are missing, under the same lease.
+// still serves. If the stream ends without our asking, or keep-alives stall
+// for more than TTL/2 + 1 s, the store counts etcd as unreachable
+// (Connectivity, one log line) and asks etcd, every 500 ms and for as long
+// as it takes, whether the lease is alive. Once etcd answers, its answer
+// decides: a live lease is kept (an etcd that was itself down extends every
+// lease when it elects a leader again) and the owned keys that are missing
+// are re-created under it; a lease that expired meanwhile is replaced by a
+// new one, under which every owned key is written again. Then the outage
+// is over (one more log line).
 //
 // Run must not be called twice at the same time.
 func (e *Etcd) Run(ctx context.Context) error {
@@ -40,7 +38,7 @@ func (e *Etcd) Run(ctx context.Context) error {
 	}
 	defer e.runMu.Unlock()
 	if e.Err() != nil {
-		return e.runResult()
+		return nil
 	}
 	ctx, cancel := e.runContext(ctx)
 	defer cancel()
@@ -50,25 +48,30 @@ func (e *Etcd) Run(ctx context.Context) error {
 		if e.stopping(ctx) {
 			return nil
 		}
-		e.log.Warn("discovery: etcd keep-alive stream ended; checking the lease", "lease", e.leaseHex(), "err", err)
+		e.link.down(err)
 		interrupted = true
-		if err := e.confirm(ctx); err != nil {
-			if e.stopping(ctx) {
-				return nil
+		alive, err := e.confirm(ctx)
+		if e.stopping(ctx) {
+			return nil
+		}
+		if !alive {
+			e.log.Warn("discovery: etcd lease expired while etcd was unreachable; taking a new one", "lease", e.leaseHex(), "err", err)
+			if err := e.regrant(ctx); err != nil {
+				return nil // stopping
 			}
-			e.log.Error("discovery: etcd lease lost", "lease", e.leaseHex(), "err", err)
-			return e.lost()
 		}
 	}
 }
 
 // keepAlive runs one keep-alive stream until it ends, recording each
 // answer. It sets *interrupted when keep-alives stall or etcd changes raft
-// term, and clears it once the owned keys are re-created.
+// term, and clears it once the owned keys are re-created, which ends the
+// outage. A request to check the lease (a write found it gone) ends the
+// stream.
 func (e *Etcd) keepAlive(ctx context.Context, interrupted *bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ch, err := e.cli.KeepAlive(ctx, e.lease)
+	ch, err := e.cli.KeepAlive(ctx, e.currentLease())
 	if err != nil {
 		return err
 	}
@@ -78,10 +81,10 @@ func (e *Etcd) keepAlive(ctx context.Context, interrupted *bool) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-e.kick:
+			return errors.New("a write found the lease gone")
 		case <-stall.C:
-			if !*interrupted {
-				e.log.Warn("discovery: etcd keep-alives stalled", "lease", e.leaseHex())
-			}
+			e.link.down(errors.New("keep-alives stalled"))
 			*interrupted = true
 			stall.Reset(e.stallAfter())
 		case resp, ok := <-ch:
@@ -92,37 +95,71 @@ func (e *Etcd) keepAlive(ctx context.Context, interrupted *bool) error {
 			e.renewed(resp.ResponseHeader.GetRaftTerm(), resp.TTL, interrupted)
 			if *interrupted {
 				*interrupted = e.recreate(ctx) != nil
+				if !*interrupted {
+					e.link.up()
+				}
 			}
 		}
 	}
 }
 
 // confirm asks etcd whether the lease is alive, renewing it, until etcd
-// answers or the lease cannot be alive any more. It returns nil if the
-// lease is alive.
-func (e *Etcd) confirm(ctx context.Context) error {
+// answers (or ctx ends). It reports whether the lease is alive.
+func (e *Etcd) confirm(ctx context.Context) (bool, error) {
 	attempt := min(max(e.ttl/3, keepAliveRetry), e.dialTimeout)
 	for {
-		left := time.Until(e.expires.Add(e.ttl))
-		if left <= 0 {
-			return errors.New("etcd unreachable for longer than the lease could last")
-		}
-		actx, cancel := context.WithTimeout(ctx, min(attempt, left))
-		resp, err := e.cli.KeepAliveOnce(actx, e.lease)
+		actx, cancel := context.WithTimeout(ctx, attempt)
+		resp, err := e.cli.KeepAliveOnce(actx, e.currentLease())
 		cancel()
 		switch {
 		case err == nil:
 			interrupted := true
 			e.renewed(resp.ResponseHeader.GetRaftTerm(), resp.TTL, &interrupted)
+			return true, nil
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			return false, err
+		case ctx.Err() != nil:
+			return false, ctx.Err()
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(keepAliveRetry):
+		}
+	}
+}
+
+// regrant takes a new lease, retrying until etcd grants one or ctx ends,
+// and writes every owned key under it (and deletes those whose Delete did
+// not reach etcd). The outage ends when that succeeds; else the next
+// keep-alive retries it.
+func (e *Etcd) regrant(ctx context.Context) error {
+	delay := 100 * time.Millisecond
+	for {
+		gctx, cancel := context.WithTimeout(ctx, e.dialTimeout)
+		resp, err := e.cli.Grant(gctx, e.ttlSeconds)
+		cancel()
+		if err == nil {
+			e.mu.Lock()
+			e.lease = resp.ID
+			e.mu.Unlock()
+			e.expires = time.Now().Add(time.Duration(resp.TTL) * time.Second)
+			e.term = resp.RaftTerm
+			if e.recreate(ctx) == nil {
+				e.link.up()
+			}
+			e.log.Info("discovery: etcd: keys written again under a new lease", "lease", e.leaseHex(), "keys", e.ownedCount())
 			return nil
-		case errors.Is(err, rpctypes.ErrLeaseNotFound), ctx.Err() != nil:
-			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(keepAliveRetry):
+		case <-time.After(delay):
 		}
+		delay = min(2*delay, maxRetryDelay)
 	}
 }
 
@@ -136,41 +173,50 @@ func (e *Etcd) renewed(term uint64, ttl int64, interrupted *bool) {
 	}
 }
 
-// recreate puts back the owned keys that are missing, under the lease.
+// recreate puts back the owned keys that are missing, under the current
+// lease, and deletes the keys whose Delete did not reach etcd.
 func (e *Etcd) recreate(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, e.dialTimeout)
 	defer cancel()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	for _, key := range slices.Sorted(maps.Keys(e.unwanted)) {
+		if _, err := e.cli.Delete(ctx, key); err != nil {
+			e.log.Debug("discovery: etcd: delete a key removed during the outage", "key", key, "err", err)
+			return err
+		}
+		delete(e.unwanted, key)
+	}
 	for _, key := range slices.Sorted(maps.Keys(e.owned)) {
 		resp, err := e.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.Version(key), "=", 0)).
 			Then(clientv3.OpPut(key, string(e.owned[key]), clientv3.WithLease(e.lease))).
 			Commit()
 		if err != nil {
-			e.log.Warn("discovery: etcd: re-create owned keys", "key", key, "err", err)
+			e.log.Debug("discovery: etcd: re-create owned keys", "key", key, "err", err)
+			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				e.checkLease()
+			}
 			return err
 		}
 		if resp.Succeeded {
-			e.log.Info("discovery: etcd: re-created missing key", "key", key, "lease", e.leaseHex())
+			e.log.Info("discovery: etcd: re-created missing key", "key", key, "lease", strconv.FormatInt(int64(e.lease), 16))
 		}
 	}
 	return nil
 }
 
-// lost closes Done with ErrLeaseLost and returns what Run should return.
-func (e *Etcd) lost() error {
-	e.lose()
-	return e.runResult()
+// currentLease returns the lease the store's keys are attached to now.
+func (e *Etcd) currentLease() clientv3.LeaseID {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lease
 }
 
-// runResult is what Run returns once Done is closed: ErrLeaseLost, or nil
-// if the store was closed.
-func (e *Etcd) runResult() error {
-	if err := e.Err(); errors.Is(err, ErrLeaseLost) {
-		return err
-	}
-	return nil
+func (e *Etcd) ownedCount() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.owned)
 }
 
 // stopping reports whether Run should return: its ctx ended or the store
@@ -179,8 +225,8 @@ func (e *Etcd) stopping(ctx context.Context) bool {
 	return ctx.Err() != nil || e.life.ctx.Err() != nil
 }
 
-// leaseHex is the lease id as logs and keys show it.
-func (e *Etcd) leaseHex() string { return strconv.FormatUint(e.ID(), 16) }
+// leaseHex is the current lease id as logs show it.
+func (e *Etcd) leaseHex() string { return strconv.FormatUint(uint64(e.currentLease()), 16) }
 
 // stallAfter is how long keep-alives may go unanswered before Run counts
 // it as an interruption. clientv3 sends one every TTL/3, rounded down to

@@ -108,6 +108,9 @@ func (f *File) Create(ctx context.Context, key string, value []byte) error {
 	if err := f.ready(ctx, "create"); err != nil {
 		return err
 	}
+	if err := checkValue(key, value); err != nil {
+		return err
+	}
 	if err := checkKey(key); err != nil {
 		return err
 	}
@@ -146,6 +149,9 @@ func (f *File) Put(ctx context.Context, key string, value []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.ready(ctx, "put"); err != nil {
+		return err
+	}
+	if err := checkValue(key, value); err != nil {
 		return err
 	}
 	if err := checkKey(key); err != nil {

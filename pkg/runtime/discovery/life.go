@@ -4,15 +4,17 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // life is the lifecycle shared by the stores: the Done channel and its
 // error, a context that ends when the store stops, and the goroutines the
 // store owns (one per watch), which stop waits for.
 type life struct {
-	ctx    context.Context // ends when the store stops
-	cancel context.CancelFunc
-	done   chan struct{}
+	created time.Time
+	ctx     context.Context // ends when the store stops
+	cancel  context.CancelFunc
+	done    chan struct{}
 
 	mu      sync.Mutex
 	err     error // ErrLeaseLost or ErrClosed once done is closed
@@ -22,7 +24,13 @@ type life struct {
 
 func newLife() *life {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &life{ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	return &life{created: time.Now(), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+}
+
+// Connectivity is that of a store with no remote service (file, mem):
+// connected since it was made. The etcd store has its own.
+func (l *life) Connectivity() Connectivity {
+	return Connectivity{Connected: true, Since: l.created}
 }
 
 // Done is closed when the liveness is lost or the store is stopped.

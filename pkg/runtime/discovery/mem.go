@@ -104,6 +104,9 @@ func (m *Mem) Create(ctx context.Context, key string, value []byte) error {
 	if err := m.ready(ctx, "create"); err != nil {
 		return err
 	}
+	if err := checkValue(key, value); err != nil {
+		return err
+	}
 	s := m.space
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -120,6 +123,9 @@ func (m *Mem) Create(ctx context.Context, key string, value []byte) error {
 // Put writes key=value; see Store.
 func (m *Mem) Put(ctx context.Context, key string, value []byte) error {
 	if err := m.ready(ctx, "put"); err != nil {
+		return err
+	}
+	if err := checkValue(key, value); err != nil {
 		return err
 	}
 	s := m.space

@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -10,10 +11,12 @@ import (
 // the mtime TTL of the file store.
 const DefaultTTL = 10 * time.Second
 
-// MaxValueSize is the largest value the runtime writes to a store (a model
-// card with its embedded tokenizer). An etcd server must accept requests of
-// this size: start it with --max-request-bytes 33554432.
-const MaxValueSize = 32 << 20
+// MaxValueSize is the largest value a store accepts (1 MiB): below etcd's
+// default request limit of 1.5 MiB, so that a stock etcd takes every write
+// and its WAL entries stay small enough for it to restart. Larger data
+// (model files) travels out of band. Writes above it fail with
+// ErrValueTooLarge.
+const MaxValueSize = 1 << 20
 
 // Errors returned by stores.
 var (
@@ -24,6 +27,8 @@ var (
 	ErrLeaseLost = errors.New("discovery: lease lost")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("discovery: store closed")
+	// ErrValueTooLarge: a value exceeds MaxValueSize.
+	ErrValueTooLarge = errors.New("discovery: value too large")
 )
 
 // KeyValue is one entry of a store.
@@ -94,7 +99,18 @@ type Store interface {
 	Done() <-chan struct{}
 	// Err returns ErrLeaseLost or ErrClosed after Done is closed, nil before.
 	Err() error
+	// Connectivity reports whether the store reaches the service behind
+	// it (etcd) now, and since when.
+	Connectivity() Connectivity
 	// Close removes this process's keys at once (etcd: revokes the lease)
 	// and releases resources. It is idempotent.
 	Close() error
+}
+
+// checkValue refuses values larger than MaxValueSize.
+func checkValue(key string, value []byte) error {
+	if len(value) > MaxValueSize {
+		return fmt.Errorf("%w: %q is %d bytes, the limit is %d", ErrValueTooLarge, key, len(value), MaxValueSize)
+	}
+	return nil
 }
