@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/frontend"
@@ -46,6 +47,9 @@ func (f *flags) settings(env func(string) string) (settings, error) {
 		errs = append(errs, err)
 	}
 	if s.http, err = f.httpConfig(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := f.accessConfig(&s.http, env); err != nil {
 		errs = append(errs, err)
 	}
 	s.metrics.Prefix = frontend.MetricsPrefix(*f.metricsPrefix)
@@ -161,4 +165,51 @@ func (f *flags) httpConfig() (frontend.Config, error) {
 		errs = append(errs, fmt.Errorf("DYN_HTTP_OVERLOAD_STATUS_CODE %d: want a 4xx or 5xx status", c.OverloadStatus))
 	}
 	return c, errors.Join(errs...)
+}
+
+// accessConfig reads who may call the API into c: the API keys (flags,
+// DYN_API_KEYS, the key file), the paths open without one, and the CORS
+// origins. No message names a key.
+func (f *flags) accessConfig(c *frontend.Config, env func(string) string) error {
+	var errs []error
+	c.APIKeys = f.apiKeys.values
+	if v := env(envAPIKeys); !f.apiKeys.given && v != "" {
+		if c.APIKeys = splitList(v); len(c.APIKeys) == 0 {
+			errs = append(errs, errors.New(envAPIKeys+": no key in the value"))
+		}
+	}
+	if p := *f.apiKeyFile; p != "" {
+		keys, err := readKeyFile(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--api-key-file: %w", err))
+		}
+		c.APIKeys = append(c.APIKeys, keys...)
+	}
+	c.AuthExemptPaths = []string{}
+	if v := strings.TrimSpace(*f.authExempt); v != "none" {
+		c.AuthExemptPaths = append(c.AuthExemptPaths, splitList(v)...)
+	}
+	c.CORSAllowedOrigins = splitList(*f.corsAllowedOrig)
+	errs = append(errs, c.Validate())
+	return errors.Join(errs...)
+}
+
+// readKeyFile reads the keys of a key file: one a line, surrounding
+// spaces trimmed, blank lines and lines starting with # skipped. A file
+// without keys is an error: it would leave the API open by mistake.
+func readKeyFile(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for line := range strings.Lines(string(b)) {
+		if k := strings.TrimSpace(line); k != "" && !strings.HasPrefix(k, "#") {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s: no keys in the file (want one key a line)", path)
+	}
+	return keys, nil
 }

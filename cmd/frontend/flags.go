@@ -1,7 +1,13 @@
 package main
 
 import (
+	"errors"
+	"strconv"
+	"strings"
+	"unicode"
+
 	"github.com/dynamo-go/dynamo/internal/envflag"
+	"github.com/dynamo-go/dynamo/pkg/frontend"
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
 )
 
@@ -19,10 +25,13 @@ type flags struct {
 	trackBlocks, noTrackBlocks                    *bool
 	busyDecode, busyPrefillFrac                   *float64
 	busyPrefill                                   *int64
+
+	apiKeys                                 secretList
+	apiKeyFile, authExempt, corsAllowedOrig *string
 }
 
 func register(s *envflag.Set) *flags {
-	return &flags{
+	f := &flags{
 		set:     s,
 		host:    s.String("http-host", "0.0.0.0", "address to listen on", "DYN_HTTP_HOST"),
 		port:    s.Int("http-port", 8000, "port to listen on; 0 picks a free port (the log says which)", "DYN_HTTP_PORT"),
@@ -48,7 +57,51 @@ func register(s *envflag.Set) *flags {
 		busyDecode:      s.Float64("active-decode-blocks-threshold", -1, "router mode kv: a worker whose active KV blocks exceed this fraction of its cache is busy and skipped; -1 is off", "DYN_ACTIVE_DECODE_BLOCKS_THRESHOLD"),
 		busyPrefill:     s.Int64("active-prefill-tokens-threshold", -1, "router mode kv: a worker with more queued prefill tokens is busy; -1 is off", "DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD"),
 		busyPrefillFrac: s.Float64("active-prefill-tokens-threshold-frac", -1, "router mode kv: same, as a fraction of the worker's max batched tokens; -1 is off", "DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC"),
+
+		apiKeyFile:      s.String("api-key-file", "", "file of API keys, one a line (blank lines and # comments skipped), for keys mounted as secrets; adds to --api-key", "DYN_API_KEY_FILE"),
+		authExempt:      s.String("api-key-exempt-paths", strings.Join(frontend.DefaultAuthExemptPaths, ","), "with API keys: paths served without a key, comma separated (a trailing * makes a prefix; none for no path)", "DYN_API_KEY_EXEMPT_PATHS"),
+		corsAllowedOrig: s.String("cors-allowed-origins", "", "origins (scheme://host[:port], or *) whose web pages may call the API, comma separated; empty sends no CORS headers", "DYN_CORS_ALLOWED_ORIGINS"),
 	}
+	// The keys have their own flag type: an envflag default would print
+	// DYN_API_KEYS in --help.
+	s.FlagSet().Var(&f.apiKeys, "api-key", "API `key` clients must send as 'Authorization: Bearer <key>'; repeat the flag or separate keys with commas; none leaves the API open [env "+envAPIKeys+"]")
+	return f
+}
+
+// envAPIKeys is --api-key's variable; settings reads it.
+const envAPIKeys = "DYN_API_KEYS"
+
+// secretList is a repeatable flag of comma-separated secrets. Its String
+// never shows them.
+type secretList struct {
+	values []string
+	given  bool // on the command line
+}
+
+func (l *secretList) String() string {
+	if l == nil || len(l.values) == 0 {
+		return ""
+	}
+	return strconv.Itoa(len(l.values)) + " hidden"
+}
+
+// Set adds the keys of v. An empty v is an error (it says no value, so
+// it shows no secret): --api-key "$KEY" with KEY unset must not leave the
+// API open.
+func (l *secretList) Set(v string) error {
+	keys := splitList(v)
+	if len(keys) == 0 {
+		return errors.New("no key in the value")
+	}
+	l.given = true
+	l.values = append(l.values, keys...)
+	return nil
+}
+
+// splitList splits a comma (or space) separated list, dropping empty
+// items.
+func splitList(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 }
 
 const envHelp = `HTTP environment:

@@ -2,14 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dynamo-go/dynamo/internal/envflag"
 	"github.com/dynamo-go/dynamo/pkg/frontend"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
 func TestFlagsAndEnv(t *testing.T) {
@@ -53,6 +59,10 @@ func TestKVFlags(t *testing.T) {
 }
 
 func TestBadValuesExit2WithAClearMessage(t *testing.T) {
+	emptyKeyFile := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(emptyKeyFile, []byte("# no keys yet\n\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		args []string
 		env  map[string]string
@@ -70,6 +80,13 @@ func TestBadValuesExit2WithAClearMessage(t *testing.T) {
 		{nil, map[string]string{"DYN_METRICS_ITL_MAX": "2s"}, "DYN_METRICS_ITL_MAX"},
 		{nil, map[string]string{"DYN_DISCOVERY_BACKEND": "zookeeper"}, "zookeeper"},
 		{[]string{"extra"}, nil, "unexpected arguments"},
+		{[]string{"--api-key-file", emptyKeyFile}, nil, "no keys in the file"},
+		{[]string{"--api-key-file", "/nonexistent/keys"}, nil, "--api-key-file: open /nonexistent/keys"},
+		{[]string{"--api-key", ""}, nil, "no key in the value"},
+		{nil, map[string]string{"DYN_API_KEYS": " , "}, "DYN_API_KEYS: no key in the value"},
+		{[]string{"--api-key", "k", "--api-key-exempt-paths", "health"}, nil, "must start with /"},
+		{[]string{"--cors-allowed-origins", "app.example.com"}, nil, `CORS origin "app.example.com"`},
+		{nil, map[string]string{"DYN_CORS_ALLOWED_ORIGINS": "https://app.example.com/ui"}, "without a path"},
 	}
 	for _, c := range cases {
 		var out bytes.Buffer
@@ -82,13 +99,118 @@ func TestBadValuesExit2WithAClearMessage(t *testing.T) {
 
 func TestHelpListsFlagsAndEnv(t *testing.T) {
 	var out bytes.Buffer
-	if code := run([]string{"--help"}, func(string) string { return "" }, &out, nil); code != 0 {
+	env := map[string]string{"DYN_API_KEYS": "sk-from-env"}
+	if code := run([]string{"--help"}, func(k string) string { return env[k] }, &out, nil); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"-http-port", "(default 8000)", "-router-mode", "-migration-limit", "-discovery-backend", "DYN_HTTP_BODY_LIMIT_MB", "ETCD_ENDPOINTS"} {
+	for _, want := range []string{"-http-port", "(default 8000)", "-router-mode", "-migration-limit", "-discovery-backend", "DYN_HTTP_BODY_LIMIT_MB", "ETCD_ENDPOINTS",
+		"-api-key", "DYN_API_KEYS", "-api-key-file", "DYN_API_KEY_FILE", "-api-key-exempt-paths", "/health,/live,/metrics", "-cors-allowed-origins", "DYN_CORS_ALLOWED_ORIGINS"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}
+	}
+	if strings.Contains(out.String(), "sk-from-env") {
+		t.Error("--help shows the key of DYN_API_KEYS")
+	}
+}
+
+func TestAccessControlFlags(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keyFile, []byte("# the team's keys\r\nsk-file-1\r\n\n  sk-file-2  \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.http.APIKeys) != 0 || len(s.http.CORSAllowedOrigins) != 0 || strings.Join(s.http.AuthExemptPaths, ",") != "/health,/live,/metrics" {
+		t.Errorf("defaults: keys %q, origins %q, exempt %q", s.http.APIKeys, s.http.CORSAllowedOrigins, s.http.AuthExemptPaths)
+	}
+	cases := []struct {
+		env                   map[string]string
+		args                  []string
+		keys, exempt, origins string
+	}{
+		{map[string]string{"DYN_API_KEYS": "sk-env-1, sk-env-2"}, nil, "sk-env-1 sk-env-2", "/health /live /metrics", ""},
+		{map[string]string{"DYN_API_KEYS": "sk-env"}, []string{"--api-key", "sk-a,sk-b", "--api-key", "sk-c"}, "sk-a sk-b sk-c", "/health /live /metrics", ""},
+		{nil, []string{"--api-key", "sk-a", "--api-key-file", keyFile}, "sk-a sk-file-1 sk-file-2", "/health /live /metrics", ""},
+		{map[string]string{"DYN_API_KEY_FILE": keyFile, "DYN_API_KEY_EXEMPT_PATHS": "/live"}, nil, "sk-file-1 sk-file-2", "/live", ""},
+		{map[string]string{"DYN_API_KEY_EXEMPT_PATHS": "none"}, []string{"--api-key", "k"}, "k", "", ""},
+		{nil, []string{"--api-key", "k", "--api-key-exempt-paths="}, "k", "", ""},
+		{map[string]string{"DYN_CORS_ALLOWED_ORIGINS": "https://app.example.com,http://localhost:3000"}, nil, "", "/health /live /metrics", "https://app.example.com http://localhost:3000"},
+		{nil, []string{"--cors-allowed-origins", "*"}, "", "/health /live /metrics", "*"},
+	}
+	for _, c := range cases {
+		s, err := parse(c.env, c.args...)
+		if err != nil {
+			t.Errorf("%v %v: %v", c.env, c.args, err)
+			continue
+		}
+		h := s.http
+		if strings.Join(h.APIKeys, " ") != c.keys || strings.Join(h.AuthExemptPaths, " ") != c.exempt || h.AuthExemptPaths == nil ||
+			strings.Join(h.CORSAllowedOrigins, " ") != c.origins {
+			t.Errorf("%v %v: keys %q, exempt %q, origins %q", c.env, c.args, h.APIKeys, h.AuthExemptPaths, h.CORSAllowedOrigins)
+		}
+	}
+}
+
+// TestKeysFromAFileGuardTheServedAPI runs the frontend as main wires it,
+// with its keys in a file and CORS from the environment, over real HTTP.
+func TestKeysFromAFileGuardTheServedAPI(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keyFile, []byte("sk-mounted\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := parse(map[string]string{"DYN_API_KEY_FILE": keyFile, "DYN_CORS_ALLOWED_ORIGINS": "https://app.example.com", "DYN_HTTP_GRACEFUL_SHUTDOWN_TIMEOUT_SECS": "0"},
+		"--http-host", "127.0.0.1", "--http-port", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcfg := runtime.Config{Discovery: runtime.DiscoveryMem, TCPHost: "127.0.0.1", SystemPort: runtime.SystemPortDisabled, GracePeriod: -1}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan string, 1), make(chan error, 1)
+	go func() { done <- serve(ctx, s, rcfg, "", slog.New(slog.DiscardHandler), ready) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	var url string
+	select {
+	case url = <-ready:
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	get := func(path string, h http.Header) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+url+path, nil)
+		req.Header = h
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	key := http.Header{"Authorization": {"Bearer sk-mounted"}}
+	for _, c := range []struct {
+		path   string
+		h      http.Header
+		status int
+	}{
+		{"/v1/models", key, 200},
+		{"/v1/models", nil, 401},
+		{"/v1/models", http.Header{"Authorization": {"Bearer sk-other"}}, 401},
+		{"/live", nil, 200},
+		{"/metrics", nil, 200},
+	} {
+		if resp := get(c.path, c.h); resp.StatusCode != c.status {
+			t.Errorf("%s %v: %d, want %d", c.path, c.h, resp.StatusCode, c.status)
+		}
+	}
+	resp := get("/v1/models", http.Header{"Authorization": {"Bearer sk-mounted"}, "Origin": {"https://app.example.com"}})
+	if resp.Header.Get("Access-Control-Allow-Origin") != "https://app.example.com" {
+		t.Errorf("CORS from DYN_CORS_ALLOWED_ORIGINS: %v", resp.Header)
 	}
 }
 

@@ -1,7 +1,10 @@
 package frontend
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +40,45 @@ type Config struct {
 	ForceIncludeUsage bool
 	// Decode controls request decoding (unknown fields, nvext).
 	Decode openai.DecodeOptions
+
+	// APIKeys, when any are given, are the keys a client must present as
+	// "Authorization: Bearer <key>"; other requests get 401 (auth.go).
+	// None leaves the API open.
+	APIKeys []string
+	// AuthExemptPaths are the paths served without a key when APIKeys are
+	// given; an entry ending in "*" is a prefix. Nil means /health, /live
+	// and /metrics; an empty, non-nil list exempts nothing.
+	AuthExemptPaths []string
+	// CORSAllowedOrigins are the browser origins (scheme://host[:port],
+	// or "*" for any) allowed to call the API from a web page (cors.go).
+	// None sends no CORS headers at all.
+	CORSAllowedOrigins []string
+}
+
+// DefaultAuthExemptPaths are the paths open without a key by default:
+// probes and scrapers do not carry one.
+var DefaultAuthExemptPaths = []string{"/health", "/live", "/metrics"}
+
+// Validate reports every invalid access-control setting at once. Its
+// messages name a bad key by its position, never by its value.
+func (c Config) Validate() error {
+	var errs []error
+	for i, k := range c.APIKeys {
+		if err := checkAPIKey(k); err != nil {
+			errs = append(errs, fmt.Errorf("frontend: API key %d of %d: %w", i+1, len(c.APIKeys), err))
+		}
+	}
+	for _, p := range c.AuthExemptPaths {
+		if !strings.HasPrefix(p, "/") {
+			errs = append(errs, fmt.Errorf("frontend: exempt path %q: must start with /", p))
+		}
+	}
+	for _, o := range c.CORSAllowedOrigins {
+		if _, err := normalizeOrigin(o); err != nil {
+			errs = append(errs, fmt.Errorf("frontend: CORS origin %q: %w", o, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Deps are the service's collaborators.
@@ -75,6 +117,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.OverloadStatus == 0 {
 		c.OverloadStatus = 503
+	}
+	if c.AuthExemptPaths == nil {
+		c.AuthExemptPaths = DefaultAuthExemptPaths
 	}
 	return c
 }

@@ -1,8 +1,11 @@
 // Package frontend is the OpenAI-compatible HTTP layer: chi routes for
 // /v1/chat/completions, /v1/completions and /v1/models (SSE streaming and
-// unary), /health, /live, /metrics and /busy_threshold; request decoding
-// and the request context; the mapping of every error to one HTTP status
-// and OpenAI error body (classify); and the HTTP layer's metrics.
+// unary), /health, /live, /metrics and /busy_threshold; access control
+// (optional API keys, auth.go; CORS, cors.go); request decoding and the
+// request context; the mapping of every error to one HTTP status
+// and OpenAI error body (classify; only the 401 of a missing or wrong key
+// is auth's own, in the nested form OpenAI gives it); and the HTTP
+// layer's metrics.
 //
 // It does not know how a model is served: it asks the model registry
 // (*pipeline.Registry, through the small models interface) for a model by

@@ -10,9 +10,18 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
-// routes builds the chi router.
+// routes builds the chi router. Access control comes first: CORS (so a
+// preflight needs no key, and a 401 reaches the page), then the API key.
 func (s *Service) routes(metrics http.Handler) http.Handler {
 	r := chi.NewRouter()
+	for _, mw := range []func(http.Handler) http.Handler{
+		newCORS(s.cfg.CORSAllowedOrigins),
+		newAuth(s.cfg.APIKeys, s.cfg.AuthExemptPaths, s.log),
+	} {
+		if mw != nil {
+			r.Use(mw)
+		}
+	}
 	r.Post("/v1/chat/completions", s.handleChat)
 	r.Post("/v1/completions", s.handleCompletions)
 	r.Get("/v1/models", s.handleModels)

@@ -50,6 +50,9 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if deps.Models == nil {
 		return nil, errors.New("frontend: Deps.Models is required")
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.withDefaults()
 	s := &Service{cfg: cfg, models: deps.Models, log: deps.Logger, registry: deps.Registry, metrics: deps.Metrics, clock: deps.Clock}
 	if s.log == nil {
@@ -100,7 +103,8 @@ func (s *Service) Run(ctx context.Context, ln net.Listener, tlsCert, tlsKey stri
 		}
 		serveErr <- err
 	}()
-	s.log.Info("frontend: listening", "addr", ln.Addr().String(), "tls", tlsCert != "")
+	s.log.Info("frontend: listening", "addr", ln.Addr().String(), "tls", tlsCert != "",
+		"api_keys", len(s.cfg.APIKeys), "cors_origins", s.cfg.CORSAllowedOrigins)
 
 	select {
 	case err := <-serveErr:

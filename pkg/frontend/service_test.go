@@ -93,6 +93,7 @@ type stack struct {
 	reg     *prometheus.Registry
 	workers map[string]context.CancelFunc
 	done    map[string]chan error
+	key     string // sent by get and post: the first of Config.APIKeys
 }
 
 func startRuntime(t *testing.T, mem *discovery.MemSpace) *runtime.DistributedRuntime {
@@ -105,6 +106,9 @@ func startRuntime(t *testing.T, mem *discovery.MemSpace) *runtime.DistributedRun
 func newStack(t *testing.T, cfg Config, models pipeline.Config) *stack {
 	t.Helper()
 	s := &stack{mem: discovery.NewMemSpace(), reg: prometheus.NewRegistry(), workers: map[string]context.CancelFunc{}, done: map[string]chan error{}}
+	if len(cfg.APIKeys) > 0 {
+		s.key = cfg.APIKeys[0]
+	}
 	rt := startRuntime(t, s.mem)
 	met, err := NewMetrics(s.reg, MetricsConfig{})
 	if err != nil {
@@ -234,18 +238,28 @@ type response struct {
 
 func (s *stack) get(t *testing.T, path string) response {
 	t.Helper()
-	resp, err := http.Get(s.url + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return response{resp.StatusCode, resp.Header, b}
+	return s.send(t, http.MethodGet, path, "")
 }
 
 func (s *stack) post(t *testing.T, path, body string) response {
 	t.Helper()
-	resp, err := http.Post(s.url+path, "application/json", strings.NewReader(body))
+	return s.send(t, http.MethodPost, path, body)
+}
+
+// send makes a request with the stack's key, if it has one.
+func (s *stack) send(t *testing.T, method, path, body string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if s.key != "" {
+		req.Header.Set("Authorization", "Bearer "+s.key)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
