@@ -44,10 +44,12 @@
 // New starts nothing. Run keeps the lease alive and, when its context ends,
 // shuts down in order: served endpoints leave discovery, keep taking
 // requests for a grace period, refuse new ones and drain in-flight ones,
-// then the lease is revoked and connections close. The runtime owns every
-// goroutine it starts (listeners, watches, keep-alive) and stops them in
-// Close. Done is closed if the lease is lost: a worker must then stop
-// serving. All exported methods are safe for concurrent use.
+// then the lease is revoked and connections close. While it is served, an
+// endpoint can leave discovery and come back (Endpoint.SetHealthy, used by
+// a worker's health checks) without its request plane stopping. The
+// runtime owns every goroutine it starts (listeners, watches, keep-alive)
+// and stops them in Close. Done is closed if the lease is lost: a worker
+// must then stop serving. All exported methods are safe for concurrent use.
 //
 // # Observability
 //

@@ -7,17 +7,42 @@ import (
 
 // health is the process's readiness as the status server reports it: not
 // ready until an endpoint is served (unless configured to start ready),
-// then ready while every served endpoint is.
+// then ready while every served endpoint is. It also knows the endpoints
+// being served, so that Endpoint.SetHealthy finds the one it marks.
 type health struct {
 	start time.Time
 
 	mu        sync.Mutex
 	ready     bool
 	endpoints map[string]bool
+	served    map[EndpointID]*servedEndpoint
 }
 
 func newHealth(startReady bool) *health {
-	return &health{start: time.Now(), ready: startReady, endpoints: make(map[string]bool)}
+	return &health{start: time.Now(), ready: startReady, endpoints: make(map[string]bool), served: make(map[EndpointID]*servedEndpoint)}
+}
+
+// addServed records s as the served instance of its endpoint.
+func (h *health) addServed(s *servedEndpoint) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.served[s.id] = s
+}
+
+// removeServed forgets s (and only s).
+func (h *health) removeServed(s *servedEndpoint) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.served[s.id] == s {
+		delete(h.served, s.id)
+	}
+}
+
+// lookupServed returns the served instance of id, or nil.
+func (h *health) lookupServed(id EndpointID) *servedEndpoint {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.served[id]
 }
 
 func (h *health) setEndpoint(name string, ready bool) {

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -18,6 +19,10 @@ var (
 	ErrBusy = NewError(TypeResourceExhausted, "worker queue is full")
 )
 
+// ErrNotServing is returned by Endpoint.SetHealthy for an endpoint this
+// process does not serve, or no longer serves.
+var ErrNotServing = errors.New("runtime: endpoint not served by this process")
+
 // Serve registers this process as an instance of the endpoint and serves
 // requests with h until ctx ends, the runtime shuts down, or the discovery
 // lease is lost. The order is the reference system's: the request plane
@@ -26,6 +31,8 @@ var (
 // first, requests are still taken for Config.GracePeriod (routers that have
 // not seen the removal yet), then new requests are refused and in-flight
 // ones drain for up to Config.DrainTimeout, after which they are killed.
+// Meanwhile SetHealthy can take the instance out of discovery and put it
+// back (a worker's health checks do).
 //
 // Serve returns nil after a clean shutdown, discovery.ErrLeaseLost if the
 // lease was lost, or the error that kept it from starting.
@@ -48,13 +55,15 @@ func (e *Endpoint) Serve(ctx context.Context, h Handler) error {
 		return err
 	}
 	inst := Instance{Namespace: e.id.Namespace, Component: e.id.Component, Endpoint: e.id.Name, ID: rt.InstanceID(), Transport: transport}
-	record, _ := json.Marshal(inst)
-	key := InstanceKey(e.id, inst.ID)
-	if err := rt.store.Create(ctx, key, record); err != nil {
+	s.record, _ = json.Marshal(inst)
+	s.key = InstanceKey(e.id, inst.ID)
+	if err := rt.store.Create(ctx, s.key, s.record); err != nil {
 		rt.plane.stopServing(transport)
 		return fmt.Errorf("runtime: register %s: %w", e.id.Path(), err)
 	}
+	s.registered = true
 	rt.health.setEndpoint(e.id.Name, true)
+	rt.health.addServed(s)
 	rt.log.Info("runtime: serving endpoint", "endpoint", e.id.String(), "instance_id", fmt.Sprintf("%x", inst.ID), "transport", transport)
 
 	var result error
@@ -66,10 +75,14 @@ func (e *Endpoint) Serve(ctx context.Context, h Handler) error {
 	}
 
 	// Ordered shutdown: unregister, grace period, refuse, drain, kill what
-	// is left.
+	// is left. From here on SetHealthy cannot register the instance again.
+	rt.health.removeServed(s)
+	s.regMu.Lock()
+	s.stopping = true
+	s.regMu.Unlock()
 	rt.health.setEndpoint(e.id.Name, false)
 	delCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	if err := rt.store.Delete(delCtx, key); err != nil && result == nil {
+	if err := rt.store.Delete(delCtx, s.key); err != nil && result == nil {
 		rt.log.Warn("runtime: unregister failed; the instance expires with the lease", "endpoint", e.id.String(), "err", err)
 	}
 	cancel()
@@ -90,6 +103,56 @@ func (e *Endpoint) Serve(ctx context.Context, h Handler) error {
 	return result
 }
 
+// SetHealthy takes the endpoint this process serves out of routing
+// (healthy false) or puts it back (true). Unhealthy, its instance record
+// is deleted from discovery, so callers' clients stop listing it (and
+// routers stop picking it), and the status server reports the endpoint
+// notready; the request plane keeps serving meanwhile: in-flight requests
+// finish, and a caller that has not yet seen the removal is still served.
+// Healthy again, the record is written back and the endpoint reports
+// ready. Calls that ask for the state the endpoint is in change nothing.
+//
+// It returns ErrNotServing when Serve is not serving the endpoint (not
+// yet, or shutting down: a shutdown is never undone), and the discovery
+// store's error if the record could not be deleted or written; the
+// status server then reports the endpoint notready, and a later call
+// may try again.
+func (e *Endpoint) SetHealthy(ctx context.Context, healthy bool) error {
+	s := e.rt.health.lookupServed(e.id)
+	if s == nil {
+		return fmt.Errorf("%w: %s", ErrNotServing, e.id.Path())
+	}
+	return s.setHealthy(ctx, healthy)
+}
+
+func (s *servedEndpoint) setHealthy(ctx context.Context, healthy bool) error {
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	if s.stopping {
+		return fmt.Errorf("%w: %s", ErrNotServing, s.id.Path())
+	}
+	if !healthy {
+		s.rt.health.setEndpoint(s.id.Name, false)
+		if s.registered {
+			if err := s.rt.store.Delete(ctx, s.key); err != nil {
+				return fmt.Errorf("runtime: withdraw %s: %w", s.id.Path(), err)
+			}
+			s.registered = false
+			s.rt.log.Debug("runtime: endpoint withdrawn from discovery", "endpoint", s.id.String())
+		}
+		return nil
+	}
+	if !s.registered {
+		if err := s.rt.store.Create(ctx, s.key, s.record); err != nil {
+			return fmt.Errorf("runtime: register %s: %w", s.id.Path(), err)
+		}
+		s.registered = true
+		s.rt.log.Debug("runtime: endpoint registered again", "endpoint", s.id.String())
+	}
+	s.rt.health.setEndpoint(s.id.Name, true)
+	return nil
+}
+
 // servedEndpoint is one endpoint served by this process.
 type servedEndpoint struct {
 	rt      *DistributedRuntime
@@ -99,6 +162,13 @@ type servedEndpoint struct {
 
 	hardCtx    context.Context
 	hardCancel context.CancelCauseFunc
+
+	// The instance record and whether it is in discovery (SetHealthy).
+	key        string
+	record     []byte
+	regMu      sync.Mutex
+	registered bool
+	stopping   bool // Serve is shutting down: never register again
 
 	mu       sync.Mutex
 	draining bool
