@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -233,7 +236,8 @@ func TestHelpListsFlagsWithDefaults(t *testing.T) {
 		"-max-num-batched-tokens", "-enable-prefix-caching", "-no-enable-chunked-prefill", "-watermark", "-speedup-ratio",
 		"-data-parallel-size", "-startup-time", "-context-length", "-extra-engine-args", "-disaggregation-mode",
 		"-num-workers", "-deterministic", "-migration-limit", "-model-path", "-model-name", "-endpoint",
-		"-discovery-backend", "-request-plane", "ETCD_ENDPOINTS", "DYN_MOCKER_"} {
+		"-discovery-backend", "-request-plane", "ETCD_ENDPOINTS", "DYN_MOCKER_",
+		"DYN_HEALTH_CHECK_ENABLED", "DYN_CANARY_WAIT_TIME", "DYN_HEALTH_CHECK_REQUEST_TIMEOUT", "DYN_HEALTH_CHECK_PAYLOAD"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("--help lacks %q", want)
 		}
@@ -341,5 +345,59 @@ func TestOutputVocabularyIsOrdinaryText(t *testing.T) {
 	}
 	if len(vocab) < 100 || len(vocab) >= tok.VocabSize() {
 		t.Errorf("output vocabulary has %d of %d ids", len(vocab), tok.VocabSize())
+	}
+}
+
+// With DYN_HEALTH_CHECK_ENABLED the idle mocker gets canaries and passes
+// them: its status server counts them and stays ready.
+func TestMockerPassesItsHealthChecks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	var logs testenv.Buffer
+	cmd := mockerCmd([]string{"DYN_DISCOVERY_BACKEND=mem", "DYN_TCP_RPC_HOST=127.0.0.1", "DYN_SYSTEM_HOST=127.0.0.1", "DYN_SYSTEM_PORT=0",
+		"DYN_HEALTH_CHECK_ENABLED=true", "DYN_CANARY_WAIT_TIME=0.2", "DYN_HEALTH_CHECK_REQUEST_TIMEOUT=5"},
+		"--model-path", "../../models/demo", "--speedup-ratio", "10")
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("mocker log:\n%s", logs.String())
+		}
+	})
+	listening := regexp.MustCompile(`msg="runtime: status server listening" addr=(\S+)`)
+	var addr string
+	waitFor(t, 30*time.Second, "the status server's address", func() bool {
+		if m := listening.FindStringSubmatch(logs.String()); m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	})
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	passed := regexp.MustCompile(`dynamo_component_health_checks_total\{[^}]*result="pass"\} ([1-9][0-9]*)`)
+	waitFor(t, 30*time.Second, "two passing health checks", func() bool {
+		_, metrics := get("/metrics")
+		m := passed.FindStringSubmatch(metrics)
+		return m != nil && m[1] != "1"
+	})
+	if code, body := get("/health"); code != http.StatusOK {
+		t.Fatalf("/health of a mocker passing its health checks = %d %s", code, body)
+	}
+	if strings.Contains(logs.String(), "endpoint unhealthy") {
+		t.Fatal("the mocker failed a health check")
 	}
 }

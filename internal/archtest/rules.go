@@ -37,7 +37,7 @@ var Allowed = map[string][]string{
 	"internal/envflag":      {},
 	"internal/rungroup":     {},
 	"internal/runtimeflags": {"pkg/runtime"},
-	"internal/workerflags":  {"internal/runtimeflags", "pkg/backend/worker", "pkg/hfhub", "pkg/runtime"},
+	"internal/workerflags":  {"internal/runtimeflags", "pkg/backend/worker", "pkg/backend", "pkg/hfhub", "pkg/runtime"},
 	"internal/loadgen":      {"pkg/openai"},
 }
 

@@ -6,12 +6,17 @@
 package workerflags
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/dynamo-go/dynamo/internal/runtimeflags"
+	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/hfhub"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
@@ -59,6 +64,11 @@ const EnvHelp = runtimeflags.EnvHelp + `Model download (for a hub id in --model-
   HF_ENDPOINT                         hub URL (https://huggingface.co)
   HF_TOKEN                            access token for gated or private models
   HF_HUB_OFFLINE=1                    use the cache only
+Health checks (canary requests to an idle engine; a failing endpoint leaves routing):
+  DYN_HEALTH_CHECK_ENABLED            true to turn them on (false)
+  DYN_CANARY_WAIT_TIME                seconds without output before a canary (10)
+  DYN_HEALTH_CHECK_REQUEST_TIMEOUT    seconds to wait for a canary's first output (3)
+  DYN_HEALTH_CHECK_PAYLOAD            canary request as JSON, or @file (default: the engine's)
 `
 
 // Configs returns the worker and runtime configuration; it reports every
@@ -85,6 +95,10 @@ func (f *Flags) Configs() (worker.Config, runtime.Config, error) {
 	if *f.modelPath == "" {
 		errs = append(errs, errors.New("--model-path is required"))
 	}
+	canary, err := canaryConfig(f.env)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	hub := hfhub.ConfigFromEnv(f.env)
 	hub.Revision = *f.revision
 	hub.Progress = os.Stderr
@@ -96,9 +110,66 @@ func (f *Flags) Configs() (worker.Config, runtime.Config, error) {
 		DisaggregationMode: mode,
 		ChatTemplateFile:   *f.chatTemplate,
 		Hub:                hub,
+		Canary:             canary,
 	}
 	if err := w.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return w, rt, errors.Join(errs...)
+}
+
+// canaryConfig reads the health-check variables; it reports every bad
+// value.
+func canaryConfig(env func(string) string) (worker.CanaryConfig, error) {
+	var c worker.CanaryConfig
+	var errs []error
+	if v := env("DYN_HEALTH_CHECK_ENABLED"); v != "" {
+		switch strings.ToLower(v) {
+		case "1", "t", "true", "yes", "on":
+			c.Enabled = true
+		case "0", "f", "false", "no", "off":
+		default:
+			errs = append(errs, fmt.Errorf("DYN_HEALTH_CHECK_ENABLED=%q: want true or false", v))
+		}
+	}
+	seconds := func(name string) time.Duration {
+		v := env(name)
+		if v == "" {
+			return 0
+		}
+		if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+			return time.Duration(s * float64(time.Second))
+		}
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			return d
+		}
+		errs = append(errs, fmt.Errorf("%s=%q: want a positive number of seconds", name, v))
+		return 0
+	}
+	c.WaitTime = seconds("DYN_CANARY_WAIT_TIME")
+	c.RequestTimeout = seconds("DYN_HEALTH_CHECK_REQUEST_TIMEOUT")
+	if v := env("DYN_HEALTH_CHECK_PAYLOAD"); v != "" {
+		req, err := payload(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("DYN_HEALTH_CHECK_PAYLOAD: %w", err))
+		}
+		c.Payload = req // worker.Config.Validate wants token_ids in it
+	}
+	return c, errors.Join(errs...)
+}
+
+// payload decodes a canary request given as JSON or as @file.
+func payload(v string) (*backend.Request, error) {
+	b := []byte(v)
+	if path, ok := strings.CutPrefix(v, "@"); ok {
+		var err error
+		if b, err = os.ReadFile(path); err != nil {
+			return nil, err
+		}
+	}
+	var req backend.Request
+	if err := json.Unmarshal(b, &req); err != nil {
+		return nil, fmt.Errorf("want a backend request in JSON (token_ids, stop_conditions, ...): %w", err)
+	}
+	return &req, nil
 }

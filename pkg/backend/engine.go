@@ -125,7 +125,11 @@ type MetricsSource interface {
 }
 
 // HealthChecker supplies the canary request the worker sends to an idle
-// engine to check it still answers.
+// engine, when health checks are enabled, to check it still answers: a
+// small, cheap request (a few prompt ids, max_tokens 1). The worker sends
+// a copy with Request.HealthCheck set; without a HealthChecker it sends a
+// default one. The endpoint is healthy while the first output of the
+// canary comes within the timeout and is not an error.
 type HealthChecker interface {
 	HealthCheckRequest() *Request
 }

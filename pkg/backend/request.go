@@ -22,6 +22,12 @@ type Request struct {
 	BootstrapInfo        json.RawMessage `json:"bootstrap_info,omitempty"`
 	ExtraArgs            json.RawMessage `json:"extra_args,omitempty"`
 	MultiModalData       json.RawMessage `json:"multi_modal_data,omitempty"`
+
+	// HealthCheck marks the worker's canary request (see HealthChecker),
+	// under the reference system's _HEALTH_CHECK key, so an engine can
+	// tell it from real traffic (in its metrics, say). Frontends never
+	// set it.
+	HealthCheck bool `json:"_HEALTH_CHECK,omitempty"`
 }
 
 // StopConditions say when generation ends.

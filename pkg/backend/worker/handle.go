@@ -11,13 +11,42 @@ import (
 )
 
 // handle serves one request: decode it, run Generate, stream the outputs.
+// Every output sent, but an error terminal, tells the canary the endpoint
+// is busy.
 func (w *server) handle(rc *runtime.Context, payload []byte, emit func([]byte) error) error {
 	var req backend.Request
 	if err := json.Unmarshal(payload, &req); err != nil {
 		return runtime.NewError(backend.TypeInvalidArgument, "worker: bad request: %v", err)
 	}
+	send := func(o *backend.Output) error {
+		if o == nil {
+			return fmt.Errorf("%w: nil output", backend.ErrContractViolation)
+		}
+		b, err := backend.AppendOutputJSON(nil, o)
+		if err != nil {
+			return fmt.Errorf("worker: encode output: %w", err)
+		}
+		if err := emit(b); err != nil {
+			return err
+		}
+		if o.FinishReason == nil || o.FinishReason.Kind != backend.FinishError {
+			w.canary.busy()
+		}
+		return nil
+	}
+	err := w.generate(rc, &req, send)
+	if errors.Is(err, backend.ErrDropStream) {
+		// Fault injection: end like a crashed worker, without the final marker.
+		w.log.Warn("worker: dropping the response stream (fault injection)", "request_id", rc.ID())
+		rc.Kill()
+	}
+	return err
+}
 
-	// Tell an backend.Aborter once when the request is stopped or killed.
+// generate runs one request on the engine, for the endpoint and for the
+// canary: a backend.Aborter is told once when the request is stopped or
+// killed, and with Config.ValidateStreams the stream is checked.
+func (w *server) generate(rc *runtime.Context, req *backend.Request, send func(*backend.Output) error) error {
 	if ab, ok := w.engine.(backend.Aborter); ok {
 		done := make(chan struct{})
 		var wg sync.WaitGroup
@@ -33,31 +62,16 @@ func (w *server) handle(rc *runtime.Context, payload []byte, emit func([]byte) e
 		defer func() { close(done); wg.Wait() }()
 	}
 
-	send := func(o *backend.Output) error {
-		if o == nil {
-			return fmt.Errorf("%w: nil output", backend.ErrContractViolation)
-		}
-		b, err := backend.AppendOutputJSON(nil, o)
-		if err != nil {
-			return fmt.Errorf("worker: encode output: %w", err)
-		}
-		return emit(b)
-	}
 	var finish func(error) error
 	if w.cfg.ValidateStreams {
 		send, finish = backend.ValidateStream(send, backend.ValidateStop(rc))
 	}
-	err := w.engine.Generate(rc, &req, send)
+	err := w.engine.Generate(rc, req, send)
 	if finish != nil {
 		// finish returns Generate's error, joined with any violation.
 		if err = finish(err); errors.Is(err, backend.ErrContractViolation) {
 			w.log.Error("worker: engine broke the stream contract", "request_id", rc.ID(), "err", err)
 		}
-	}
-	if errors.Is(err, backend.ErrDropStream) {
-		// Fault injection: end like a crashed worker, without the final marker.
-		w.log.Warn("worker: dropping the response stream (fault injection)", "request_id", rc.ID())
-		rc.Kill()
 	}
 	return err
 }

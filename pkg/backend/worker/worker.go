@@ -47,8 +47,35 @@ type Config struct {
 	ValidateStreams bool
 	// Hub resolves ModelPath (HF_HOME, HF_TOKEN, ...).
 	Hub hfhub.Config
+	// Canary configures the endpoint's health checks (off by default).
+	Canary CanaryConfig
 	// Logger receives the worker's log lines (nil: discard).
 	Logger *slog.Logger
+}
+
+// CanaryConfig configures the canary health checks of the served endpoint
+// (the reference system's, spec/runtime.md §5.3). When the endpoint has
+// sent no output for WaitTime, the worker sends a canary request to the
+// engine, in-process; if the engine answers with an error, ends the
+// stream without output, or sends nothing within RequestTimeout, the
+// endpoint leaves discovery (routers stop sending it requests) and the
+// status server reports it notready, until a later canary passes. While
+// unhealthy, a canary goes every WaitTime.
+type CanaryConfig struct {
+	// Enabled turns the health checks on (DYN_HEALTH_CHECK_ENABLED).
+	Enabled bool
+	// WaitTime is the idle time before a canary, and the time between
+	// canaries while the endpoint is unhealthy (DYN_CANARY_WAIT_TIME;
+	// default 10 s).
+	WaitTime time.Duration
+	// RequestTimeout bounds the wait for a canary's first output
+	// (DYN_HEALTH_CHECK_REQUEST_TIMEOUT; default 3 s).
+	RequestTimeout time.Duration
+	// Payload is the canary request (DYN_HEALTH_CHECK_PAYLOAD). nil: the
+	// engine's (backend.HealthChecker), else prompt ids [1 2 3] with
+	// max_tokens 1. The worker sends a copy with HealthCheck set, and the
+	// served model name when Model is empty.
+	Payload *backend.Request
 }
 
 func (c Config) withDefaults() Config {
@@ -63,6 +90,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Canary.WaitTime == 0 {
+		c.Canary.WaitTime = 10 * time.Second
+	}
+	if c.Canary.RequestTimeout == 0 {
+		c.Canary.RequestTimeout = 3 * time.Second
 	}
 	return c
 }
@@ -81,6 +114,12 @@ func (c Config) Validate() error {
 		if t != "chat" && t != "completions" {
 			return fmt.Errorf("worker: model type %q: want chat or completions", t)
 		}
+	}
+	if c.Canary.WaitTime < 0 || c.Canary.RequestTimeout < 0 {
+		return fmt.Errorf("worker: canary wait time %s and request timeout %s must not be negative", c.Canary.WaitTime, c.Canary.RequestTimeout)
+	}
+	if p := c.Canary.Payload; p != nil && len(p.TokenIDs) == 0 {
+		return errors.New("worker: the canary payload has no token_ids (want a backend request: token_ids, stop_conditions, ...)")
 	}
 	if c.Endpoint != (runtime.EndpointID{}) {
 		return c.Endpoint.Validate()
@@ -102,7 +141,9 @@ var ErrStartFailed = errors.New("worker: engine start failed")
 //     names them by checksum;
 //  5. serve the endpoint: each request is decoded, handed to Generate,
 //     and its outputs streamed back; a stopped or killed request is
-//     reported to a backend.Aborter once;
+//     reported to a backend.Aborter once; with Config.Canary enabled, an
+//     idle endpoint's engine gets canary requests, and the endpoint is out
+//     of discovery while it fails them;
 //  6. when ctx ends: remove the card; the runtime unregisters the
 //     instance, keeps taking requests for the grace period, refuses new
 //     ones and drains in-flight ones; then Cleanup, once.
@@ -123,6 +164,7 @@ type server struct {
 	engine backend.Engine
 	cfg    Config
 	log    *slog.Logger
+	canary *canary // nil unless Config.Canary.Enabled
 }
 
 func (w *server) run(ctx context.Context) (err error) {
@@ -176,6 +218,12 @@ func (w *server) run(ctx context.Context) (err error) {
 		}
 	}
 
+	if w.cfg.Canary.Enabled {
+		if w.canary, err = w.newCanary(ecfg); err != nil {
+			return err
+		}
+	}
+
 	card, err := w.buildCard(ctx, ecfg)
 	if err != nil {
 		return err
@@ -212,8 +260,16 @@ func (w *server) run(ctx context.Context) (err error) {
 	}()
 	w.log.Info("worker: serving", "endpoint", w.cfg.Endpoint.String(), "model", ecfg.Name())
 	queries := w.serveLocalIndexes(serveCtx, local)
+	canaryDone := make(chan struct{})
+	go func() {
+		defer close(canaryDone)
+		if w.canary != nil {
+			w.canary.Run(serveCtx)
+		}
+	}()
 	err = w.rt.Endpoint(w.cfg.Endpoint).Serve(serveCtx, runtime.HandlerFunc(w.handle))
 	stopServing()
+	<-canaryDone
 	if qerr := queries(); qerr != nil && err == nil {
 		err = qerr
 	}

@@ -140,7 +140,7 @@ func (h *harness) connect(t *testing.T) {
 
 func startRuntime(t *testing.T, mem *discovery.MemSpace) *runtime.DistributedRuntime {
 	t.Helper()
-	return runtimetest.Start(t, runtime.Config{Discovery: runtime.DiscoveryMem, TCPHost: "127.0.0.1", GracePeriod: 100 * time.Millisecond}, runtime.Deps{MemSpace: mem})
+	return runtimetest.Start(t, runtime.Config{Discovery: runtime.DiscoveryMem, TCPHost: "127.0.0.1", SystemPort: runtime.SystemPortDisabled, GracePeriod: 100 * time.Millisecond}, runtime.Deps{MemSpace: mem})
 }
 
 // generate sends req and returns the outputs received.

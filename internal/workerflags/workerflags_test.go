@@ -1,0 +1,68 @@
+package workerflags
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynamo-go/dynamo/pkg/backend/worker"
+)
+
+func configs(t *testing.T, env map[string]string) (worker.Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f := Register(fs, func(k string) string { return env[k] })
+	if err := fs.Parse([]string{"--model-path", "org/model"}); err != nil {
+		t.Fatal(err)
+	}
+	w, _, err := f.Configs()
+	return w, err
+}
+
+func TestHealthCheckVariables(t *testing.T) {
+	w, err := configs(t, nil)
+	if err != nil || w.Canary != (worker.CanaryConfig{}) {
+		t.Fatalf("without variables: %+v, %v; want health checks off, defaults left to the worker", w.Canary, err)
+	}
+
+	file := filepath.Join(t.TempDir(), "canary.json")
+	if err := os.WriteFile(file, []byte(`{"token_ids": [9], "stop_conditions": {"max_tokens": 1}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, payload := range []string{`{"token_ids": [9], "stop_conditions": {"max_tokens": 1}}`, "@" + file} {
+		w, err = configs(t, map[string]string{
+			"DYN_HEALTH_CHECK_ENABLED": "true", "DYN_CANARY_WAIT_TIME": "2.5",
+			"DYN_HEALTH_CHECK_REQUEST_TIMEOUT": "500ms", "DYN_HEALTH_CHECK_PAYLOAD": payload,
+		})
+		if err != nil {
+			t.Fatalf("payload %s: %v", payload, err)
+		}
+		c := w.Canary
+		if !c.Enabled || c.WaitTime != 2500*time.Millisecond || c.RequestTimeout != 500*time.Millisecond {
+			t.Errorf("canary config %+v", c)
+		}
+		if c.Payload == nil || !slices.Equal(c.Payload.TokenIDs, []uint32{9}) || c.Payload.MaxTokens(0) != 1 {
+			t.Errorf("payload %s gave %+v", payload, c.Payload)
+		}
+	}
+}
+
+func TestBadHealthCheckVariablesAreReportedTogether(t *testing.T) {
+	_, err := configs(t, map[string]string{
+		"DYN_HEALTH_CHECK_ENABLED": "maybe", "DYN_CANARY_WAIT_TIME": "-1",
+		"DYN_HEALTH_CHECK_REQUEST_TIMEOUT": "soon", "DYN_HEALTH_CHECK_PAYLOAD": `{"prompt": "1"}`,
+	})
+	for _, want := range []string{"DYN_HEALTH_CHECK_ENABLED", "DYN_CANARY_WAIT_TIME", "DYN_HEALTH_CHECK_REQUEST_TIMEOUT", "no token_ids"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want it to name %s", err, want)
+		}
+	}
+	_, err = configs(t, map[string]string{"DYN_HEALTH_CHECK_PAYLOAD": "@/nonexistent/canary.json"})
+	if err == nil || !strings.Contains(err.Error(), "DYN_HEALTH_CHECK_PAYLOAD") {
+		t.Errorf("a missing payload file: %v", err)
+	}
+}
