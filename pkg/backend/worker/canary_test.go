@@ -209,8 +209,8 @@ func TestCanaryTakesAFailingEndpointOutOfRoutingUntilItRecovers(t *testing.T) {
 				return code == http.StatusServiceUnavailable && state == "notready"
 			})
 			testenv.WaitFor(t, 10*time.Second, "the caller to drop the instance", func() bool { return len(r.client.InstanceIDs()) == 0 })
-			if kvs, err := r.caller.Store().List(t.Context(), runtime.InstancesBucket+"/"); err != nil || len(kvs) != 0 {
-				t.Fatalf("instance keys of an unhealthy worker: %d, %v; want none", len(kvs), err)
+			if kvs, err := r.caller.Store().List(t.Context(), runtime.EndpointPrefix(runtime.InstancesBucket, testEP)); err != nil || len(kvs) != 0 {
+				t.Fatalf("generate instance keys of an unhealthy worker (its files endpoint stays): %d, %v; want none", len(kvs), err)
 			}
 			// Still unhealthy after more canaries, and still probed.
 			seen := eng.canaryCount()
