@@ -9,41 +9,76 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
 
 // Etcd is an embedded single-member etcd server. Clients reach it over a
 // unix socket, so no TCP port is picked that another process could take
-// first, and a restart finds its address free.
+// first, and a restart finds its address free. With TLS it listens on
+// 127.0.0.1 instead, on a port the kernel picks at the first start.
 type Etcd struct {
-	// URL is the client URL, e.g. "unix:///tmp/etcd123/client.sock". The
-	// etcd client (go.etcd.io/etcd/client/v3) takes it as an endpoint, as
-	// does ETCD_ENDPOINTS in the binaries.
+	// URL is the client URL, e.g. "unix:///tmp/etcd123/client.sock" or,
+	// with TLS, "https://127.0.0.1:40123". The etcd client
+	// (go.etcd.io/etcd/client/v3) takes it as an endpoint, as does
+	// ETCD_ENDPOINTS in the binaries.
 	URL string
 
 	mu      sync.Mutex
 	dir     string
+	opts    EtcdOptions
 	client  url.URL
 	running *embed.Etcd
+}
+
+// EtcdOptions turn on TLS and authentication in StartEtcdWith.
+type EtcdOptions struct {
+	// TLS, if set, serves clients over TLS with this certificate (its
+	// hosts must include 127.0.0.1), on https://127.0.0.1:<port>.
+	TLS *Certs
+	// ClientCertAuth requires clients to present a certificate issued by
+	// TLS.CAFile (mutual TLS).
+	ClientCertAuth bool
+	// Users, if set, enables authentication, with a root user (whose
+	// password nobody knows) and these users (name -> password), each
+	// allowed to read and write every key, or the keys under Prefix.
+	Users  map[string]string
+	Prefix string
 }
 
 // StartEtcd starts an etcd server with its data in a temporary directory.
 // It is stopped when the test ends.
 func StartEtcd(t testing.TB) *Etcd {
 	t.Helper()
-	sock, err := socketDir()
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
+	return StartEtcdWith(t, EtcdOptions{})
+}
+
+// StartEtcdWith starts an etcd server as StartEtcd does, with TLS or
+// authentication as opts say.
+func StartEtcdWith(t testing.TB, opts EtcdOptions) *Etcd {
+	t.Helper()
+	e := &Etcd{dir: t.TempDir(), opts: opts}
+	if opts.TLS != nil {
+		e.client = url.URL{Scheme: "https", Host: "127.0.0.1:0"}
+	} else {
+		sock, err := socketDir()
+		if err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		t.Cleanup(func() { os.RemoveAll(sock) })
+		e.client = url.URL{Scheme: "unix", Path: filepath.Join(sock, "client.sock")}
+		e.URL = e.client.String()
 	}
-	t.Cleanup(func() { os.RemoveAll(sock) })
-	e := &Etcd{dir: t.TempDir()}
-	e.client = url.URL{Scheme: "unix", Path: filepath.Join(sock, "client.sock")}
-	e.URL = e.client.String()
 	if err := e.Start(); err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
 	t.Cleanup(e.Stop)
+	if len(opts.Users) > 0 {
+		if err := e.enableAuth(); err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+	}
 	return e
 }
 
@@ -76,6 +111,11 @@ func (e *Etcd) Start() error {
 		return fmt.Errorf("start etcd: not ready after 30s")
 	}
 	e.running = srv
+	if e.client.Port() == "0" {
+		// The first start of a TLS server: keep the port the kernel gave.
+		e.client.Host = srv.Clients[0].Addr().String()
+		e.URL = e.client.String()
+	}
 	return nil
 }
 
@@ -98,7 +138,15 @@ func (e *Etcd) config() *embed.Config {
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	// etcd's default request limit (1.5 MiB), as every managed etcd has:
 	// nothing the stack writes may need more (discovery.MaxValueSize).
+	if c := e.opts.TLS; c != nil {
+		cfg.ClientTLSInfo = transportInfo(c)
+		cfg.ClientTLSInfo.ClientCertAuth = e.opts.ClientCertAuth
+	}
 	return cfg
+}
+
+func transportInfo(c *Certs) transport.TLSInfo {
+	return transport.TLSInfo{CertFile: c.CertFile, KeyFile: c.KeyFile, TrustedCAFile: c.CAFile}
 }
 
 // Stop stops the server, keeping its data. It is safe to call twice.

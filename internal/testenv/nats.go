@@ -12,19 +12,61 @@ import (
 
 // NATS is an in-process NATS server listening on 127.0.0.1.
 type NATS struct {
-	// URL is the client URL, e.g. "nats://127.0.0.1:42223".
+	// URL is the client URL, e.g. "nats://127.0.0.1:42223", or with TLS
+	// "tls://127.0.0.1:42223".
 	URL string
+	// CredentialsFile, in operator mode (NATSOptions.Operator), is a user
+	// credentials file (JWT and seed) the server accepts.
+	CredentialsFile string
 
-	mu      sync.Mutex
-	port    int // server.RANDOM_PORT until the first start, then its port
-	running *server.Server
+	mu       sync.Mutex
+	opts     NATSOptions
+	operator *operator // in operator mode
+	port     int       // server.RANDOM_PORT until the first start, then its port
+	running  *server.Server
+}
+
+// NATSOptions turn on TLS and authentication in StartNATSWith. Set at
+// most one authentication method.
+type NATSOptions struct {
+	// TLS, if set, requires TLS with this server certificate (its hosts
+	// must include 127.0.0.1).
+	TLS *Certs
+	// VerifyClients requires clients to present a certificate issued by
+	// TLS.CAFile (mutual TLS).
+	VerifyClients bool
+	// Token requires this authorization token.
+	Token string
+	// Username and Password require this user.
+	Username, Password string
+	// NKey requires the user of this public nkey ("U...", see
+	// NewUserNKey) to sign the server's nonce.
+	NKey string
+	// Operator runs the server in operator (JWT) mode: it trusts an
+	// ephemeral operator, one account of it, and the user whose
+	// credentials are in NATS.CredentialsFile.
+	Operator bool
 }
 
 // StartNATS starts a NATS server on a port the kernel picks. It is
 // stopped when the test ends.
 func StartNATS(t testing.TB) *NATS {
 	t.Helper()
-	n := &NATS{port: server.RANDOM_PORT}
+	return StartNATSWith(t, NATSOptions{})
+}
+
+// StartNATSWith starts a NATS server as StartNATS does, with TLS or
+// authentication as opts say.
+func StartNATSWith(t testing.TB, opts NATSOptions) *NATS {
+	t.Helper()
+	n := &NATS{port: server.RANDOM_PORT, opts: opts}
+	if opts.Operator {
+		op, err := newOperator(t.TempDir())
+		if err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		n.operator, n.CredentialsFile = op, op.credsFile
+	}
 	if err := n.Start(); err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
@@ -51,6 +93,9 @@ func (n *NATS) Start() error {
 				addr := s.Addr().(*net.TCPAddr)
 				n.port = addr.Port
 				n.URL = "nats://" + addr.String()
+				if n.opts.TLS != nil {
+					n.URL = "tls://" + addr.String()
+				}
 			}
 			return nil
 		}
@@ -66,6 +111,9 @@ func (n *NATS) start() (*server.Server, error) {
 		Port:   n.port,
 		NoLog:  true,
 		NoSigs: true,
+	}
+	if err := n.secure(opts); err != nil {
+		return nil, fmt.Errorf("start nats: %w", err)
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
