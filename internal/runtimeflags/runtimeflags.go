@@ -38,8 +38,16 @@ const EnvHelp = `Runtime environment:
   ETCD_ENDPOINTS                      etcd URLs, comma separated (http://localhost:2379)
   ETCD_LEASE_TTL                      lease TTL seconds (10)
   ETCD_STARTUP_CONNECT_TIMEOUT_SECONDS  keep trying etcd/NATS this long (120)
-  ETCD_AUTH_USERNAME, ETCD_AUTH_PASSWORD
-  NATS_SERVER                         NATS URL (nats://localhost:4222)
+  ETCD_AUTH_USERNAME, ETCD_AUTH_PASSWORD  etcd user and password
+  ETCD_AUTH_CA                        CA file (PEM) that verifies etcd's certificate (https:// endpoints)
+  ETCD_AUTH_CLIENT_CERT, ETCD_AUTH_CLIENT_KEY  client certificate and key (PEM), for etcd's --client-cert-auth
+  NATS_SERVER                         NATS URL (nats://localhost:4222; tls://... for TLS)
+  NATS_AUTH_USERNAME, NATS_AUTH_PASSWORD  NATS user and password (set one NATS_AUTH_ method)
+  NATS_AUTH_TOKEN                     NATS token
+  NATS_AUTH_NKEY                      NATS user nkey seed, or a file holding it
+  NATS_AUTH_CREDENTIALS_FILE          NATS user credentials file (JWT and seed)
+  NATS_TLS_CA                         CA file (PEM) that verifies the NATS server's certificate
+  NATS_TLS_CERT, NATS_TLS_KEY         client certificate and key (PEM), for NATS's tls { verify: true }
   DYN_NATS_REQUEST_TIMEOUT_SECS       NATS request timeout (10)
   DYN_FILE_KV                         file discovery directory ($TMPDIR/dynamo_store_kv)
   DYN_TCP_RPC_HOST, DYN_TCP_RPC_PORT  advertised host / port of the TCP request plane (auto / any)
@@ -81,6 +89,23 @@ func (f *Flags) Config() (runtime.Config, error) {
 		HealthPath:         f.env("DYN_SYSTEM_HEALTH_PATH"),
 		LivePath:           f.env("DYN_SYSTEM_LIVE_PATH"),
 		StartReady:         f.env("DYN_SYSTEM_STARTING_HEALTH_STATUS") == "ready",
+	}
+	cfg.EtcdTLS = runtime.TLSFiles{
+		CAFile:   f.env("ETCD_AUTH_CA"),
+		CertFile: f.env("ETCD_AUTH_CLIENT_CERT"),
+		KeyFile:  f.env("ETCD_AUTH_CLIENT_KEY"),
+	}
+	cfg.NATSAuth = runtime.NATSAuth{
+		Username:        f.env("NATS_AUTH_USERNAME"),
+		Password:        f.env("NATS_AUTH_PASSWORD"),
+		Token:           f.env("NATS_AUTH_TOKEN"),
+		NKey:            f.env("NATS_AUTH_NKEY"),
+		CredentialsFile: f.env("NATS_AUTH_CREDENTIALS_FILE"),
+	}
+	cfg.NATSTLS = runtime.TLSFiles{
+		CAFile:   f.env("NATS_TLS_CA"),
+		CertFile: f.env("NATS_TLS_CERT"),
+		KeyFile:  f.env("NATS_TLS_KEY"),
 	}
 	if v := f.env("DYN_RUNTIME_INHIBITED_DURATION_SECS"); v != "" {
 		if d := p.seconds("DYN_RUNTIME_INHIBITED_DURATION_SECS"); d == 0 {

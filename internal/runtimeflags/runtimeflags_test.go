@@ -48,3 +48,56 @@ func TestBadValuesAreReportedTogether(t *testing.T) {
 		t.Fatal("an unknown discovery backend must be refused")
 	}
 }
+
+func TestAuthAndTLSVariables(t *testing.T) {
+	env := map[string]string{
+		"ETCD_ENDPOINTS":     "https://etcd:2379",
+		"ETCD_AUTH_USERNAME": "dynamo", "ETCD_AUTH_PASSWORD": "etcd-pw",
+		"ETCD_AUTH_CA": "/tls/ca.pem", "ETCD_AUTH_CLIENT_CERT": "/tls/etcd.pem", "ETCD_AUTH_CLIENT_KEY": "/tls/etcd-key.pem",
+		"NATS_SERVER":                "tls://nats:4222",
+		"NATS_AUTH_CREDENTIALS_FILE": "/tls/user.creds",
+		"NATS_TLS_CA":                "/tls/ca.pem", "NATS_TLS_CERT": "/tls/nats.pem", "NATS_TLS_KEY": "/tls/nats-key.pem",
+	}
+	cfg, err := parse(t, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type auth struct {
+		user, password   string
+		etcdTLS, natsTLS runtime.TLSFiles
+		nats             runtime.NATSAuth
+	}
+	want := auth{
+		user: "dynamo", password: "etcd-pw",
+		etcdTLS: runtime.TLSFiles{CAFile: "/tls/ca.pem", CertFile: "/tls/etcd.pem", KeyFile: "/tls/etcd-key.pem"},
+		natsTLS: runtime.TLSFiles{CAFile: "/tls/ca.pem", CertFile: "/tls/nats.pem", KeyFile: "/tls/nats-key.pem"},
+		nats:    runtime.NATSAuth{CredentialsFile: "/tls/user.creds"},
+	}
+	if got := (auth{cfg.EtcdUsername, cfg.EtcdPassword, cfg.EtcdTLS, cfg.NATSTLS, cfg.NATSAuth}); got != want {
+		t.Errorf("auth settings = %+v, want %+v", got, want)
+	}
+	for name, a := range map[string]runtime.NATSAuth{
+		"NATS_AUTH_USERNAME": {Username: "u", Password: "p"},
+		"NATS_AUTH_TOKEN":    {Token: "t"},
+		"NATS_AUTH_NKEY":     {NKey: "/tls/user.nk"},
+	} {
+		env := map[string]string{name: a.Username + a.Token + a.NKey, "NATS_AUTH_PASSWORD": a.Password}
+		if a.Password == "" {
+			delete(env, "NATS_AUTH_PASSWORD")
+		}
+		cfg, err := parse(t, env)
+		if err != nil || cfg.NATSAuth != a {
+			t.Errorf("%s: NATSAuth = %+v, %v; want %+v", name, cfg.NATSAuth, err, a)
+		}
+	}
+}
+
+func TestInconsistentAuthIsRefused(t *testing.T) {
+	_, err := parse(t, map[string]string{
+		"ETCD_AUTH_CLIENT_CERT": "/tls/etcd.pem",
+		"NATS_AUTH_TOKEN":       "t", "NATS_AUTH_CREDENTIALS_FILE": "/tls/user.creds",
+	})
+	if err == nil || !strings.Contains(err.Error(), "ETCD_AUTH_CLIENT_KEY") || !strings.Contains(err.Error(), "only one authentication method") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -28,8 +28,15 @@ type Config struct {
 	Discovery string
 	// EtcdEndpoints default to ["http://localhost:2379"].
 	EtcdEndpoints []string
-	// EtcdUsername and EtcdPassword authenticate to etcd when set.
+	// EtcdUsername and EtcdPassword authenticate to etcd when set
+	// (ETCD_AUTH_USERNAME, ETCD_AUTH_PASSWORD; both or neither).
 	EtcdUsername, EtcdPassword string
+	// EtcdTLS names the PEM files for TLS to etcd (ETCD_AUTH_CA,
+	// ETCD_AUTH_CLIENT_CERT, ETCD_AUTH_CLIENT_KEY); they require https://
+	// endpoints. An https:// endpoint without them is verified against the
+	// system's roots. Zero: plain http:// (the default endpoint becomes
+	// https://localhost:2379 when a file is set).
+	EtcdTLS TLSFiles
 	// LeaseTTL is the liveness TTL of this process's keys (default 10 s).
 	LeaseTTL time.Duration
 	// ConnectTimeout bounds how long New keeps trying to reach etcd or NATS
@@ -45,6 +52,12 @@ type Config struct {
 	NATSServer string
 	// NATSRequestTimeout bounds a NATS request and its ack (default 10 s).
 	NATSRequestTimeout time.Duration
+	// NATSAuth authenticates to NATS (NATS_AUTH_*; zero: no credentials).
+	NATSAuth NATSAuth
+	// NATSTLS names the PEM files for TLS to NATS (NATS_TLS_CA,
+	// NATS_TLS_CERT, NATS_TLS_KEY). A file, or a tls:// URL, makes the
+	// connection TLS (without files: verified against the system's roots).
+	NATSTLS TLSFiles
 
 	// TCPHost is the host advertised for this process's TCP request-plane
 	// listener (DYN_TCP_RPC_HOST; default: the first routable local IPv4,
@@ -109,6 +122,9 @@ func (c Config) withDefaults() Config {
 	}
 	if len(c.EtcdEndpoints) == 0 {
 		c.EtcdEndpoints = []string{"http://localhost:2379"}
+		if !c.EtcdTLS.IsZero() {
+			c.EtcdEndpoints = []string{"https://localhost:2379"}
+		}
 	}
 	def(&c.LeaseTTL, discovery.DefaultTTL)
 	def(&c.ConnectTimeout, 120*time.Second)
@@ -167,7 +183,7 @@ func (c Config) Validate() error {
 	if c.SystemPort < SystemPortDisabled || c.SystemPort > 65535 {
 		return fmt.Errorf("runtime: system port %d: want -1 (off) or 0..65535", c.SystemPort)
 	}
-	return nil
+	return c.validateAuth()
 }
 
 // TCPBindHost is the address the request-plane listener binds: the

@@ -51,6 +51,15 @@
 // and stops them in Close. Done is closed if the lease is lost: a worker
 // must then stop serving. All exported methods are safe for concurrent use.
 //
+// # Securing the control plane
+//
+// Config.EtcdTLS, EtcdUsername and EtcdPassword, NATSTLS and NATSAuth
+// encrypt and authenticate the connections to etcd and NATS
+// (docs/operations.md). New keeps trying an unreachable server until
+// Config.ConnectTimeout, but returns at once when a server refuses the
+// credentials or the TLS handshake fails: the error wraps ErrAuthFailed or
+// ErrTLS and names the settings to check.
+//
 // # Observability
 //
 // The runtime registers the dynamo_component_* work-handler metrics on the

@@ -126,39 +126,55 @@ func openStore(ctx context.Context, cfg Config, deps Deps, log *slog.Logger) (di
 		}
 		return space.NewStore(), nil
 	default:
+		tlsCfg, err := cfg.etcdTLS()
+		if err != nil {
+			return nil, err
+		}
 		s, err := discovery.NewEtcd(ctx, discovery.EtcdConfig{
 			Endpoints: cfg.EtcdEndpoints,
 			TTL:       cfg.LeaseTTL,
 			Username:  cfg.EtcdUsername,
 			Password:  cfg.EtcdPassword,
+			TLS:       tlsCfg,
 			Logger:    log,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("runtime: etcd at %v: %w", cfg.EtcdEndpoints, err)
+			return nil, connectError(fmt.Sprintf("etcd at %v", cfg.EtcdEndpoints), err, cfg.etcdSettings())
 		}
 		return s, nil
 	}
 }
 
+// connectNATS connects to NATS, retrying until ctx ends unless retrying
+// cannot help (credentials refused, TLS handshake failed).
 func connectNATS(ctx context.Context, cfg Config, log *slog.Logger) (*nats.Conn, error) {
+	opts, err := natsSecurity(cfg)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts,
+		nats.Name("dynamo-go"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("runtime: nats disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { log.Info("runtime: nats reconnected") }),
+	)
+	what := "nats at " + redactURLs(cfg.NATSServer)
 	for {
-		nc, err := nats.Connect(cfg.NATSServer,
-			nats.Name("dynamo-go"),
-			nats.MaxReconnects(-1),
-			nats.ReconnectWait(250*time.Millisecond),
-			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-				if err != nil {
-					log.Warn("runtime: nats disconnected", "err", err)
-				}
-			}),
-			nats.ReconnectHandler(func(*nats.Conn) { log.Info("runtime: nats reconnected") }),
-		)
+		nc, err := nats.Connect(cfg.NATSServer, opts...)
 		if err == nil {
 			return nc, nil
 		}
+		if he := permanentNATS(err); he != nil {
+			return nil, connectError(what, he, cfg.natsSettings())
+		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("runtime: nats at %s: %w", cfg.NATSServer, err)
+			return nil, connectError(what, err, cfg.natsSettings())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

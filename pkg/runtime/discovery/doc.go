@@ -27,7 +27,8 @@
 // it. All methods are safe for concurrent use.
 //
 // Errors wrap ErrExists, ErrLeaseLost or ErrClosed where they apply; match
-// them with errors.Is.
+// them with errors.Is. NewEtcd retries until its ctx ends, except for what
+// retrying cannot cure: its error then wraps ErrAuthFailed or ErrTLS.
 //
 // The layout of keys (v1/instances/..., v1/mdc/...) belongs to the runtime
 // package; stores treat keys as opaque strings.

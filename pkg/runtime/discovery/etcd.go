@@ -83,7 +83,9 @@ const (
 
 // NewEtcd connects to etcd and grants the store's lease. It retries until
 // it succeeds or ctx ends; the caller bounds start-up time with ctx. It
-// starts nothing in the background; call Run to keep the lease alive.
+// does not retry what retrying cannot cure: an error wrapping
+// ErrAuthFailed or ErrTLS returns at once. It starts nothing in the
+// background; call Run to keep the lease alive.
 func NewEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	if len(cfg.Endpoints) == 0 {
 		return nil, errors.New("discovery: etcd store: no Endpoints")
@@ -132,13 +134,17 @@ func NewEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	)
 	for {
 		if cli == nil {
-			cli, err = clientv3.New(ccfg)
+			if err = checkTLS(ctx, cfg); err == nil {
+				cli, err = clientv3.New(ccfg)
+			}
 		}
 		if cli != nil {
 			var resp *clientv3.LeaseGrantResponse
 			gctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 			granted := time.Now()
-			resp, err = cli.Grant(gctx, ttlSeconds)
+			if err = checkNeedsUser(gctx, cli, cfg); err == nil {
+				resp, err = cli.Grant(gctx, ttlSeconds)
+			}
 			cancel()
 			if err == nil {
 				ttl := time.Duration(resp.TTL) * time.Second
@@ -160,6 +166,12 @@ func NewEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 					term:        resp.RaftTerm,
 				}, nil
 			}
+		}
+		if he := permanent(err); he != nil {
+			if cli != nil {
+				cli.Close()
+			}
+			return nil, fmt.Errorf("discovery: connect to etcd %v: %w", cfg.Endpoints, he)
 		}
 		log.Warn("discovery: connect to etcd", "endpoints", cfg.Endpoints, "err", err)
 		select {
