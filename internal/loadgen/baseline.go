@@ -233,9 +233,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 func writeError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(struct {
-		Error openai.ErrorBody `json:"error"`
-	}{openai.NewErrorBody(status, msg)})
+	_ = json.NewEncoder(w).Encode(openai.NewErrorBody(status, msg, ""))
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -48,7 +48,7 @@ func TestRunCountsErrorsByKind(t *testing.T) {
 			name: "error event mid-stream",
 			handler: func(w http.ResponseWriter, _ *http.Request) {
 				streamStart(w, 3)
-				_ = openai.WriteSSEError(w, http.StatusInternalServerError, "engine died")
+				_ = openai.WriteSSEError(w, openai.NewErrorBody(http.StatusInternalServerError, "engine died", ""))
 			},
 			kind: KindSSE, failed: 30,
 		},

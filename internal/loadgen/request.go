@@ -176,24 +176,12 @@ func errorMessage(r io.Reader) string {
 	return errorText(b)
 }
 
-// errorText extracts the message of {"error":{"message":..}}, a flat
-// {"message":..} or {"error":"..."}, falling back to the raw text.
+// errorText extracts the message of an error body in any form
+// (openai.DecodeErrorBody: nested, flat or {"error":"..."}), falling back
+// to the raw text.
 func errorText(b []byte) string {
-	var nested struct {
-		Error json.RawMessage `json:"error"`
-		openai.ErrorBody
-	}
-	if json.Unmarshal(b, &nested) == nil {
-		var body openai.ErrorBody
-		var s string
-		switch {
-		case json.Unmarshal(nested.Error, &body) == nil && body.Message != "":
-			return body.Message
-		case json.Unmarshal(nested.Error, &s) == nil && s != "":
-			return s
-		case nested.Message != "":
-			return nested.Message
-		}
+	if e, ok := openai.DecodeErrorBody(b); ok {
+		return e.Message
 	}
 	return strings.TrimSpace(string(b))
 }

@@ -51,10 +51,11 @@ func (errReader) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
 
 func TestErrorText(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"error":{"message":"nested","type":"Bad Request","code":400}}`: "nested",
-		`{"error":"plain string"}`:                                       "plain string",
-		`{"message":"flat","type":"x","code":500}`:                       "flat",
-		"  not json  ": "not json",
+		`{"error":{"message":"nested","type":"Bad Request","code":400}}`:                                   "nested",
+		`{"error":{"message":"key","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`: "key",
+		`{"error":"plain string"}`:                 "plain string",
+		`{"message":"flat","type":"x","code":500}`: "flat",
+		"  not json  ":                             "not json",
 	} {
 		if got := errorText([]byte(in)); got != want {
 			t.Errorf("errorText(%s) = %q, want %q", in, got, want)

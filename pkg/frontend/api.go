@@ -318,7 +318,7 @@ func (x *exchange) fail(e apiError, committed bool) {
 	x.g.Fail(e.kind)
 	x.s.log.Warn("frontend: request failed", "request_id", x.id, "model", x.model, "status", e.status, "error", e.message, "streaming", committed)
 	if committed {
-		_ = openai.WriteSSEError(x.w, e.status, e.message)
+		_ = openai.WriteSSEError(x.w, e.body())
 		_ = http.NewResponseController(x.w).Flush()
 		return
 	}

@@ -3,12 +3,15 @@ package frontend
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/dynamo-go/dynamo/pkg/openai"
 )
 
 // The messages of a 401, worded like OpenAI's. Neither echoes the key.
@@ -82,28 +85,22 @@ func (a *auth) isExempt(path string) bool {
 }
 
 // refuse logs the refusal once, at debug level (scanners are frequent),
-// and answers 401 in OpenAI's error form with a Bearer challenge (RFC 6750
+// and answers 401 with OpenAI's error type and code for a bad key
+// (invalid_request_error, invalid_api_key) and a Bearer challenge (RFC 6750
 // §3: a wrong key is an invalid_token, a missing one gets no error code).
 // Requests refused here never reach a handler, so the request metrics,
 // which count per model, do not count them.
 func (a *auth) refuse(w http.ResponseWriter, r *http.Request, why, msg, challenge string) {
 	a.log.Debug("frontend: request refused: "+why, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "status", http.StatusUnauthorized)
 	w.Header().Set("WWW-Authenticate", challenge)
-	var body authError
-	body.Error.Message, body.Error.Type, body.Error.Code = msg, "invalid_request_error", "invalid_api_key"
+	body := openai.NewErrorBody(http.StatusUnauthorized, msg, "")
+	body.Error.Type, body.Error.Code = "invalid_request_error", codeInvalidAPIKey
 	writeJSON(w, http.StatusUnauthorized, body)
 }
 
-// authError is OpenAI's nested error body for a bad key; the OpenAI SDKs
-// read their error's message, type and code from it.
-type authError struct {
-	Error struct {
-		Message string  `json:"message"`
-		Type    string  `json:"type"`
-		Param   *string `json:"param"`
-		Code    string  `json:"code"`
-	} `json:"error"`
-}
+// codeInvalidAPIKey is the error code OpenAI gives a 401 of a bad key; the
+// SDKs read it, so it replaces the status as the code.
+var codeInvalidAPIKey = json.RawMessage(`"invalid_api_key"`)
 
 // bearer returns the token of an "Authorization: Bearer <token>" header.
 func bearer(h string) (string, bool) {

@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -221,16 +220,10 @@ func TestAuthLogsRefusalsWithoutTheKey(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	url := startService(t, Config{APIKeys: []string{"sk-right-key"}}, log)
 	r := request(t, http.MethodGet, url+"/v1/models", "", http.Header{"Authorization": {"Bearer sk-guessed-key"}})
-	var body struct {
-		Error struct {
-			Message string  `json:"message"`
-			Type    string  `json:"type"`
-			Param   *string `json:"param"`
-			Code    string  `json:"code"`
-		} `json:"error"`
+	if e := errorInfo(t, r.body); e.Message != msgWrongKey || e.Type != "invalid_request_error" || e.Param != nil || string(e.Code) != `"invalid_api_key"` {
+		t.Errorf("401 body %s", r.body)
 	}
-	if err := json.Unmarshal(r.body, &body); err != nil || r.status != 401 || r.header.Get("Content-Type") != "application/json" ||
-		body.Error.Code != "invalid_api_key" || body.Error.Message != msgWrongKey || r.header.Get("WWW-Authenticate") != `Bearer error="invalid_token"` {
+	if r.status != 401 || r.header.Get("Content-Type") != "application/json" || r.header.Get("WWW-Authenticate") != `Bearer error="invalid_token"` {
 		t.Errorf("%d %v %s", r.status, r.header, r.body)
 	}
 	request(t, http.MethodGet, url+"/v1/models", "", nil)

@@ -43,25 +43,25 @@ func (s *Service) handleSetBusyThreshold(w http.ResponseWriter, r *http.Request)
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: busy threshold: " + err.Error()})
+		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: busy threshold: " + err.Error(), ""})
 		return
 	}
 	if req.Model == "" {
-		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: busy threshold: model is required"})
+		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: busy threshold: model is required", "model"})
 		return
 	}
 	m := s.models.Lookup(req.Model)
 	if m == nil {
-		s.reject(w, r, "", apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Model not found: %s", req.Model)})
+		s.reject(w, r, "", apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Model not found: %s", req.Model), ""})
 		return
 	}
 	now, err := m.UpdateBusyThresholds(req.BusyThresholds)
 	if errors.Is(err, pipeline.ErrNotKVRouted) {
-		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: busy thresholds apply to --router-mode kv"})
+		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: busy thresholds apply to --router-mode kv", ""})
 		return
 	}
 	if err != nil {
-		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: " + err.Error()})
+		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: " + err.Error(), ""})
 		return
 	}
 	shown, _ := json.Marshal(now)

@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -51,11 +50,8 @@ func TestBusyThresholdEndpoint(t *testing.T) {
 		{`not json`, 400, "busy threshold"},
 	} {
 		r := s.post(t, "/busy_threshold", c.body)
-		var e struct {
-			Message string `json:"message"`
-			Code    int    `json:"code"`
-		}
-		if err := json.Unmarshal(r.body, &e); err != nil || r.status != c.status || e.Code != c.status || !strings.Contains(e.Message, c.phrase) {
+		e := errorInfo(t, r.body)
+		if code, _ := e.Status(); r.status != c.status || code != c.status || !strings.Contains(e.Message, c.phrase) {
 			t.Errorf("POST %s: %d %s; want %d with %q", c.body, r.status, r.body, c.status, c.phrase)
 		}
 	}

@@ -28,54 +28,61 @@ type apiError struct {
 	status  int
 	kind    string // metrics error_type
 	message string
+	param   string // the request field at fault, or ""
 }
 
 // classify maps any error of a request to its HTTP status, error_type
-// label and client-facing message. It is the only place that does.
+// label, client-facing message and param. It is the only place that does.
 func (s *Service) classify(err error) apiError {
 	var ve *openai.ValidationError
 	var mbe *http.MaxBytesError
 	var re *runtime.Error
 	switch {
 	case errors.As(err, &ve):
-		return apiError{http.StatusBadRequest, ErrValidation, ve.Message}
+		return apiError{http.StatusBadRequest, ErrValidation, ve.Message, ve.Param}
 	case errors.As(err, &mbe):
-		return apiError{http.StatusRequestEntityTooLarge, ErrValidation, fmt.Sprintf("Request body too large: the limit is %d bytes", mbe.Limit)}
+		return apiError{http.StatusRequestEntityTooLarge, ErrValidation, fmt.Sprintf("Request body too large: the limit is %d bytes", mbe.Limit), ""}
 	case errors.Is(err, openai.ErrDeprecatedFunctions):
-		return apiError{http.StatusNotImplemented, ErrNotImplemented, err.Error()}
+		return apiError{http.StatusNotImplemented, ErrNotImplemented, err.Error(), ""}
 	case errors.Is(err, ErrModelNotFound):
-		return apiError{http.StatusNotFound, ErrNotFound, err.Error()}
+		return apiError{http.StatusNotFound, ErrNotFound, err.Error(), ""}
 	case errors.Is(err, ErrNotReady):
-		return apiError{http.StatusServiceUnavailable, ErrUnavailable, ErrNotReady.Error()}
+		return apiError{http.StatusServiceUnavailable, ErrUnavailable, ErrNotReady.Error(), ""}
 	case errors.Is(err, errClientGone):
-		return apiError{499, ErrCancelled, "Client closed the request"}
+		return apiError{499, ErrCancelled, "Client closed the request", ""}
 	case errors.Is(err, errStreamTimeout):
-		return apiError{http.StatusGatewayTimeout, ErrResponseTimeout, errStreamTimeout.Error()}
+		return apiError{http.StatusGatewayTimeout, ErrResponseTimeout, errStreamTimeout.Error(), ""}
 	case errors.Is(err, router.ErrNoInstances), errors.Is(err, router.ErrTargetUnavailable):
-		return apiError{http.StatusServiceUnavailable, ErrUnavailable, "No worker is available for this model: " + err.Error()}
+		return apiError{http.StatusServiceUnavailable, ErrUnavailable, "No worker is available for this model: " + err.Error(), ""}
 	case errors.As(err, &re):
 		switch re.Type {
 		case runtime.TypeInvalidArgument:
-			return apiError{http.StatusBadRequest, ErrValidation, re.Message}
+			return apiError{http.StatusBadRequest, ErrValidation, re.Message, ""}
 		case runtime.TypeResourceExhausted, runtime.TypeWorkerOverloaded:
-			return apiError{s.cfg.OverloadStatus, ErrOverload, "The model's workers are overloaded: " + re.Message}
+			return apiError{s.cfg.OverloadStatus, ErrOverload, "The model's workers are overloaded: " + re.Message, ""}
 		case runtime.TypeCannotConnect, runtime.TypeEngineShutdown:
-			return apiError{http.StatusServiceUnavailable, ErrUnavailable, "No worker is available for this model: " + re.Error()}
+			return apiError{http.StatusServiceUnavailable, ErrUnavailable, "No worker is available for this model: " + re.Error(), ""}
 		case runtime.TypeResponseTimeout, runtime.TypeConnectionTimeout:
-			return apiError{http.StatusGatewayTimeout, ErrResponseTimeout, re.Error()}
+			return apiError{http.StatusGatewayTimeout, ErrResponseTimeout, re.Error(), ""}
 		case runtime.TypeCancelled:
-			return apiError{499, ErrCancelled, "Request cancelled"}
+			return apiError{499, ErrCancelled, "Request cancelled", ""}
 		}
-		return apiError{http.StatusInternalServerError, ErrInternal, re.Error()}
+		return apiError{http.StatusInternalServerError, ErrInternal, re.Error(), ""}
 	case errors.Is(err, context.Canceled):
-		return apiError{499, ErrCancelled, "Request cancelled"}
+		return apiError{499, ErrCancelled, "Request cancelled", ""}
 	}
-	return apiError{http.StatusInternalServerError, ErrInternal, "Internal server error: " + err.Error()}
+	return apiError{http.StatusInternalServerError, ErrInternal, "Internal server error: " + err.Error(), ""}
 }
 
-// writeError writes the flat error body.
+// body is e's error body, the same in a JSON response and in an SSE
+// error event.
+func (e apiError) body() openai.ErrorBody {
+	return openai.NewErrorBody(e.status, e.message, e.param)
+}
+
+// writeError writes e as a JSON error response.
 func writeError(w http.ResponseWriter, e apiError) {
-	writeJSON(w, e.status, openai.NewErrorBody(e.status, e.message))
+	writeJSON(w, e.status, e.body())
 }
 
 // writeJSON writes v with status.

@@ -32,10 +32,10 @@ func (s *Service) routes(metrics http.Handler) http.Handler {
 	r.Post("/busy_threshold", s.handleSetBusyThreshold)
 	r.Method(http.MethodGet, "/metrics", metrics)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Route not found: %s %s", r.Method, r.URL.Path)})
+		writeError(w, apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Route not found: %s %s", r.Method, r.URL.Path), ""})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, apiError{http.StatusMethodNotAllowed, ErrValidation, fmt.Sprintf("Method not allowed: %s %s", r.Method, r.URL.Path)})
+		writeError(w, apiError{http.StatusMethodNotAllowed, ErrValidation, fmt.Sprintf("Method not allowed: %s %s", r.Method, r.URL.Path), ""})
 	})
 	return r
 }
@@ -57,7 +57,7 @@ func (s *Service) handleModel(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "*")
 	m := s.models.Lookup(name)
 	if m == nil || !m.Ready() {
-		writeError(w, apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Model not found: %s", name)})
+		writeError(w, apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Model not found: %s", name), ""})
 		return
 	}
 	writeJSON(w, http.StatusOK, openai.Model{ID: m.Name(), Object: "model", Created: s.clock().Unix(), OwnedBy: "nvidia"})

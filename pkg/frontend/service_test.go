@@ -6,14 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
@@ -286,6 +290,25 @@ func sseData(t *testing.T, body []byte) (chunks []string, done bool) {
 	return chunks, done
 }
 
+// errorInfo checks that body is exactly OpenAI's nested error form,
+// {"error":{"message","type","param","code"}} and nothing else, and
+// returns the object.
+func errorInfo(t *testing.T, body []byte) openai.ErrorInfo {
+	t.Helper()
+	var top map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil || len(top) != 1 || top["error"] == nil {
+		t.Fatalf("error body %s: want one object under \"error\"", body)
+	}
+	if keys := slices.Sorted(maps.Keys(top["error"])); !slices.Equal(keys, []string{"code", "message", "param", "type"}) {
+		t.Errorf("error body %s: want exactly message, type, param, code", body)
+	}
+	var e openai.ErrorBody
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatalf("error body %s: %v", body, err)
+	}
+	return e.Error
+}
+
 func helloEngine(t *testing.T, delay time.Duration) *textEngine {
 	t.Helper()
 	// Ids of "Hello world" in the demo tokenizer: H ell o " wor" ld.
@@ -387,30 +410,40 @@ func TestBadRequestsGetClearErrors(t *testing.T) {
 		name, path, body string
 		status           int
 		phrase           string
+		param            string // "" for null
 	}{
-		{"malformed JSON", "/v1/chat/completions", `{"model":"demo","messages":[`, 400, "invalid JSON"},
-		{"wrong type", "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"x"}],"temperature":"hot"}`, 400, "temperature"},
-		{"empty messages", "/v1/chat/completions", `{"model":"demo","messages":[]}`, 400, "messages"},
-		{"unknown model", "/v1/chat/completions", `{"model":"nope","messages":[{"role":"user","content":"x"}]}`, 404, "Model not found"},
-		{"negative max_tokens", "/v1/completions", `{"model":"demo","prompt":"x","max_tokens":-1}`, 400, "max_tokens"},
-		{"temperature 5", "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"x"}],"temperature":5}`, 400, "temperature"},
-		{"stream_options without stream", "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"x"}],"stream_options":{"include_usage":true}}`, 400, "stream_options"},
-		{"oversize body", "/v1/completions", `{"model":"demo","prompt":"` + strings.Repeat("x", 70<<10) + `"}`, 413, "too large"},
-		{"prompt over the context length", "/v1/completions", `{"model":"demo","prompt":"` + long[:len(long)-1] + `"}`, 400, "maximum context length is 4096 tokens"},
-		{"invalid UTF-8", "/v1/completions", "{\"model\":\"demo\",\"prompt\":\"\xff\xfe\"}", 400, "UTF-8"},
-		{"unknown field", "/v1/completions", `{"model":"demo","prompt":"x","bogus":1}`, 400, "Unsupported parameter"},
-		{"deprecated functions", "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}]}`, 501, "functions"},
-		{"unknown route", "/v1/nothing", `{}`, 404, "Route not found: POST /v1/nothing"},
+		{"malformed JSON", "/v1/chat/completions", `{"model":"demo","messages":[`, 400, "invalid JSON", ""},
+		{"wrong type", "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"x"}],"temperature":"hot"}`, 400, "temperature", "temperature"},
+		{"empty messages", "/v1/chat/completions", `{"model":"demo","messages":[]}`, 400, "messages", "messages"},
+		{"unknown role", "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"x"},{"role":"robot","content":"y"}]}`, 400, "unknown role", "messages[1].role"},
+		{"unknown model", "/v1/chat/completions", `{"model":"nope","messages":[{"role":"user","content":"x"}]}`, 404, "Model not found", ""},
+		{"negative max_tokens", "/v1/completions", `{"model":"demo","prompt":"x","max_tokens":-1}`, 400, "max_tokens", "max_tokens"},
+		{"temperature 5", "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"x"}],"temperature":5}`, 400, "temperature", "temperature"},
+		{"stream_options without stream", "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"x"}],"stream_options":{"include_usage":true}}`, 400, "stream_options", "stream_options"},
+		{"oversize body", "/v1/completions", `{"model":"demo","prompt":"` + strings.Repeat("x", 70<<10) + `"}`, 413, "too large", ""},
+		{"prompt over the context length", "/v1/completions", `{"model":"demo","prompt":"` + long[:len(long)-1] + `"}`, 400, "maximum context length is 4096 tokens", "prompt"},
+		{"invalid UTF-8", "/v1/completions", "{\"model\":\"demo\",\"prompt\":\"\xff\xfe\"}", 400, "UTF-8", ""},
+		{"unknown field", "/v1/completions", `{"model":"demo","prompt":"x","bogus":1}`, 400, "Unsupported parameter", "bogus"},
+		{"deprecated functions", "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}]}`, 501, "functions", ""},
+		{"unknown route", "/v1/nothing", `{}`, 404, "Route not found: POST /v1/nothing", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := s.post(t, c.path, c.body)
-			var body openai.ErrorBody
-			if err := json.Unmarshal(r.body, &body); err != nil {
-				t.Fatalf("status %d, body is not the error JSON: %s", r.status, r.body)
+			e := errorInfo(t, r.body)
+			if !strings.Contains(e.Message, c.phrase) {
+				t.Errorf("message %q, want it to contain %q", e.Message, c.phrase)
 			}
-			if r.status != c.status || body.Code != c.status || body.Type != http.StatusText(c.status) || !strings.Contains(body.Message, c.phrase) {
-				t.Errorf("got %d %+v, want %d with %q", r.status, body, c.status, c.phrase)
+			var param *string
+			if c.param != "" {
+				param = &c.param
+			}
+			want := openai.ErrorInfo{Message: e.Message, Type: http.StatusText(c.status), Param: param, Code: json.RawMessage(strconv.Itoa(c.status))}
+			if r.status != c.status {
+				t.Errorf("status %d, want %d", r.status, c.status)
+			}
+			if diff := cmp.Diff(want, e); diff != "" {
+				t.Errorf("error body %s (-want +got):\n%s", r.body, diff)
 			}
 		})
 	}

@@ -100,7 +100,11 @@ func decodeObject(body []byte, opts DecodeOptions, info *typeInfo, dst any) erro
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
 		if !opts.AllowUnknownFields {
-			return &ValidationError{Message: "Unsupported parameter(s): " + quoteList(unknown)}
+			e := &ValidationError{Message: "Unsupported parameter(s): " + quoteList(unknown)}
+			if len(unknown) == 1 {
+				e.Param = unknown[0]
+			}
+			return e
 		}
 		for _, k := range unknown {
 			delete(top, k)
@@ -127,7 +131,7 @@ func checkNvExtKeys(raw json.RawMessage) error {
 	info := nvextInfo()
 	for _, k := range objectKeys(raw) {
 		if _, ok := info.known[k]; !ok {
-			return invalid("nvext: unknown field `%s`, expected one of %s", k, quoteList(info.names))
+			return invalidParam("nvext."+k, "nvext: unknown field `%s`, expected one of %s", k, quoteList(info.names))
 		}
 	}
 	return nil
@@ -195,10 +199,10 @@ func decodeError(err error, info *typeInfo) error {
 		if field == "" {
 			return invalid("expected %s, got %s", describe(te.Type), got)
 		}
-		return invalid("field `%s`: expected %s, got %s", field, describe(te.Type), got)
+		return invalidParam(field, "field `%s`: expected %s, got %s", field, describe(te.Type), got)
 	}
 	if fe, ok := errors.AsType[*fieldError](err); ok {
-		return invalid("field `%s`: %s", fe.field, fe.msg)
+		return invalidParam(fe.field, "field `%s`: %s", fe.field, fe.msg)
 	}
 	if _, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return syntaxError(err)
@@ -255,6 +259,13 @@ func quoteList(names []string) string {
 // the formatted text.
 func invalid(format string, args ...any) *ValidationError {
 	return &ValidationError{Message: "Validation: " + fmt.Sprintf(format, args...)}
+}
+
+// invalidParam is invalid for an error in the request field param.
+func invalidParam(param, format string, args ...any) *ValidationError {
+	e := invalid(format, args...)
+	e.Param = param
+	return e
 }
 
 // typeInfo is what decoding needs to know about a request struct's JSON

@@ -1,11 +1,19 @@
 package openai
 
-import "net/http"
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
 
 // ValidationError is a request the frontend refuses with 400. Its message
 // is what the client sees.
 type ValidationError struct {
 	Message string
+	// Param is the request field at fault, as a JSON path
+	// ("temperature", "messages[0].role"), or "" when no single field is.
+	// It becomes the error body's param.
+	Param string
 }
 
 func (e *ValidationError) Error() string { return e.Message }
@@ -16,16 +24,44 @@ type fieldError struct{ field, msg string }
 
 func (e *fieldError) Error() string { return e.field + ": " + e.msg }
 
-// ErrorBody is the flat error body every non-2xx JSON response carries:
-// {"message", "type", "code"}, type being the HTTP reason phrase.
+// ErrorBody is the body of every non-2xx JSON response and the data of an
+// SSE error event, in OpenAI's nested form:
+//
+//	{"error":{"message":"...","type":"Bad Request","param":"temperature","code":400}}
+//
+// The OpenAI SDKs read their error's message, type, param and code from
+// it.
 type ErrorBody struct {
-	Message string `json:"message"`
-	Type    string `json:"type"`
-	Code    int    `json:"code"`
+	Error ErrorInfo `json:"error"`
 }
 
-// NewErrorBody returns the body for status with msg.
-func NewErrorBody(status int, msg string) ErrorBody {
+// ErrorInfo is the object inside an ErrorBody.
+type ErrorInfo struct {
+	Message string `json:"message"`
+	// Type is the HTTP reason phrase of the status ("Bad Request",
+	// "Client Closed Request" for 499, "Overloaded" for 529), or an
+	// OpenAI error type such as "invalid_request_error".
+	Type string `json:"type"`
+	// Param is the request field at fault, or nil (JSON null).
+	Param *string `json:"param"`
+	// Code is a JSON number, the HTTP status, or a JSON string, an
+	// OpenAI error code such as "invalid_api_key". It is kept as raw
+	// JSON so that either survives decoding unchanged; Status reads the
+	// number.
+	Code json.RawMessage `json:"code"`
+}
+
+// Status returns Code as an HTTP status, and false when Code is not a
+// number.
+func (e ErrorInfo) Status() (int, bool) {
+	n, err := strconv.Atoi(string(e.Code))
+	return n, err == nil
+}
+
+// NewErrorBody returns the body for status with msg and the request field
+// param ("" for none): type is the status's reason phrase and code the
+// status.
+func NewErrorBody(status int, msg, param string) ErrorBody {
 	t := http.StatusText(status)
 	switch status {
 	case 499:
@@ -33,5 +69,34 @@ func NewErrorBody(status int, msg string) ErrorBody {
 	case 529:
 		t = "Overloaded"
 	}
-	return ErrorBody{Message: msg, Type: t, Code: status}
+	var p *string
+	if param != "" {
+		p = &param
+	}
+	return ErrorBody{ErrorInfo{Message: msg, Type: t, Param: p, Code: json.RawMessage(strconv.Itoa(status))}}
+}
+
+// DecodeErrorBody reads an error body in any form a server may write:
+// OpenAI's nested {"error":{"message",...}}, the flat
+// {"message","type","code"} of older Dynamo frontends, or
+// {"error":"<message>"}. It reports false when b holds no message.
+func DecodeErrorBody(b []byte) (ErrorInfo, bool) {
+	var top struct {
+		Error json.RawMessage `json:"error"`
+		ErrorInfo
+	}
+	if json.Unmarshal(b, &top) != nil {
+		return ErrorInfo{}, false
+	}
+	var nested ErrorInfo
+	var s string
+	switch {
+	case json.Unmarshal(top.Error, &nested) == nil && nested.Message != "":
+		return nested, true
+	case json.Unmarshal(top.Error, &s) == nil && s != "":
+		return ErrorInfo{Message: s}, true
+	case top.Message != "":
+		return top.ErrorInfo, true
+	}
+	return ErrorInfo{}, false
 }

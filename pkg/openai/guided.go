@@ -88,7 +88,7 @@ func (c *CommonExt) guided(schema json.RawMessage) (*GuidedDecoding, error) {
 		return nil, invalid("only one guided-decoding constraint can be set; received: %s", strings.Join(set, ", "))
 	}
 	if d := nesting(g.Grammar); d > maxGrammarNesting {
-		return nil, invalid("guided_grammar exceeds maximum nesting depth of %d (got %d)", maxGrammarNesting, d)
+		return nil, invalidParam("guided_grammar", "guided_grammar exceeds maximum nesting depth of %d (got %d)", maxGrammarNesting, d)
 	}
 	return &g, nil
 }
@@ -107,20 +107,20 @@ func responseFormatSchema(rf *ResponseFormat) (json.RawMessage, error) {
 	case "json_schema":
 		js := rf.JSONSchema
 		if js == nil {
-			return nil, invalid("`response_format.json_schema` is required when `response_format.type` is `json_schema`")
+			return nil, invalidParam("response_format.json_schema", "`response_format.json_schema` is required when `response_format.type` is `json_schema`")
 		}
 		if js.Name == "" {
-			return nil, invalid("`response_format.json_schema.name` must not be empty")
+			return nil, invalidParam("response_format.json_schema.name", "`response_format.json_schema.name` must not be empty")
 		}
 		if !present(js.Schema) {
-			return nil, invalid("`response_format.json_schema.schema` is required when `response_format.type` is `json_schema`")
+			return nil, invalidParam("response_format.json_schema.schema", "`response_format.json_schema.schema` is required when `response_format.type` is `json_schema`")
 		}
 		if bytes.Equal(bytes.TrimSpace(js.Schema), []byte("false")) {
-			return nil, invalid("`response_format.json_schema.schema` cannot be false because it is unsatisfiable")
+			return nil, invalidParam("response_format.json_schema.schema", "`response_format.json_schema.schema` cannot be false because it is unsatisfiable")
 		}
 		return js.Schema, nil
 	}
-	return nil, invalid("`response_format.type` must be one of `text`, `json_object`, `json_schema`, got `%s`", rf.Type)
+	return nil, invalidParam("response_format.type", "`response_format.type` must be one of `text`, `json_object`, `json_schema`, got `%s`", rf.Type)
 }
 
 // nesting returns the deepest bracket nesting of s, counting (, [ and {

@@ -29,16 +29,20 @@ func WriteSSE(w io.Writer, name string, data any) error {
 	return err
 }
 
-// WriteSSEError writes the event that ends a failed stream: "event: error"
-// with the message as a comment line and as a JSON error body. No [DONE]
-// follows it.
-func WriteSSEError(w io.Writer, status int, msg string) error {
+// WriteSSEError writes the event that ends a failed stream: "event: error",
+// the message as a comment line, then body as the data, the same body a
+// non-2xx response carries:
+//
+//	event: error
+//	: <message>
+//	data: {"error":{"message":...,"type":...,"param":...,"code":...}}
+//
+// No [DONE] follows it.
+func WriteSSEError(w io.Writer, body ErrorBody) error {
 	var buf bytes.Buffer
-	comment := strings.ReplaceAll(strings.ReplaceAll(msg, "\r", " "), "\n", " ")
+	comment := strings.ReplaceAll(strings.ReplaceAll(body.Error.Message, "\r", " "), "\n", " ")
 	fmt.Fprintf(&buf, "event: error\n: %s\ndata: ", comment)
-	if err := Encode(&buf, struct {
-		Error ErrorBody `json:"error"`
-	}{NewErrorBody(status, msg)}); err != nil {
+	if err := Encode(&buf, body); err != nil {
 		return fmt.Errorf("openai: encode error event: %w", err)
 	}
 	buf.WriteString("\n\n")

@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,10 +26,10 @@ var messageRoles = []string{"system", "developer", "user", "assistant", "tool", 
 // normalises top_k 0 to -1. Every failure is a *ValidationError.
 func (r *ChatCompletionRequest) Validate() error {
 	if strings.TrimSpace(r.Model) == "" {
-		return invalid("model must not be empty")
+		return invalidParam("model", "model must not be empty")
 	}
 	if len(r.Messages) == 0 {
-		return invalid("messages must not be empty")
+		return invalidParam("messages", "messages must not be empty")
 	}
 	for i, m := range r.Messages {
 		if err := validateRole(i, m); err != nil {
@@ -56,10 +57,10 @@ func (r *ChatCompletionRequest) Validate() error {
 	}
 	if r.TopLogprobs != nil {
 		if v := *r.TopLogprobs; v < 0 || v > maxTopLogprobs {
-			return invalid("top_logprobs must be between 0 and %d, got %d", maxTopLogprobs, v)
+			return invalidParam("top_logprobs", "top_logprobs must be between 0 and %d, got %d", maxTopLogprobs, v)
 		}
 		if r.Logprobs == nil || !*r.Logprobs {
-			return invalid("top_logprobs requires logprobs to be true")
+			return invalidParam("top_logprobs", "top_logprobs requires logprobs to be true")
 		}
 	}
 	if err := r.CommonExt.validate(limit, limitName); err != nil {
@@ -76,7 +77,7 @@ func (r *ChatCompletionRequest) Validate() error {
 // normalises top_k 0 to -1. Every failure is a *ValidationError.
 func (r *CompletionRequest) Validate() error {
 	if strings.TrimSpace(r.Model) == "" {
-		return invalid("model must not be empty")
+		return invalidParam("model", "model must not be empty")
 	}
 	if err := validatePrompt(r.Prompt); err != nil {
 		return err
@@ -95,23 +96,23 @@ func (r *CompletionRequest) Validate() error {
 		n = *r.N
 	}
 	if c := r.Prompt.Count(); c*n > maxN {
-		return invalid("number of prompts × n must be at most %d, got %d × %d = %d", maxN, c, n, c*n)
+		return invalidParam("n", "number of prompts × n must be at most %d, got %d × %d = %d", maxN, c, n, c*n)
 	}
 	if err := checkMaxTokens("max_tokens", r.MaxTokens); err != nil {
 		return err
 	}
 	if r.Logprobs != nil {
 		if v := *r.Logprobs; v < 0 || v > maxCompLogprobs {
-			return invalid("logprobs must be between 0 and %d, got %d", maxCompLogprobs, v)
+			return invalidParam("logprobs", "logprobs must be between 0 and %d, got %d", maxCompLogprobs, v)
 		}
 	}
 	if r.BestOf != nil {
 		b := *r.BestOf
 		if b < 0 || b > maxBestOf {
-			return invalid("best_of must be between 0 and %d, got %d", maxBestOf, b)
+			return invalidParam("best_of", "best_of must be between 0 and %d, got %d", maxBestOf, b)
 		}
 		if r.N != nil && b < n {
-			return invalid("best_of must be greater than or equal to n, got best_of=%d and n=%d", b, n)
+			return invalidParam("best_of", "best_of must be greater than or equal to n, got best_of=%d and n=%d", b, n)
 		}
 	}
 	if err := r.CommonExt.validate(r.MaxTokens, "max_tokens"); err != nil {
@@ -149,10 +150,10 @@ func (p commonParams) validate() error {
 	if p.n != nil {
 		n := *p.n
 		if n < 1 || n > maxN {
-			return invalid("n must be between 1 and %d, got %d", maxN, n)
+			return invalidParam("n", "n must be between 1 and %d, got %d", maxN, n)
 		}
 		if n > 1 && p.temperature != nil && *p.temperature == 0 {
-			return invalid("n > 1 requires temperature > 0, got n=%d and temperature=0", n)
+			return invalidParam("n", "n > 1 requires temperature > 0, got n=%d and temperature=0", n)
 		}
 	}
 	if err := validateLogitBias(p.logitBias); err != nil {
@@ -162,7 +163,7 @@ func (p commonParams) validate() error {
 		return err
 	}
 	if p.streamOptions != nil && !p.stream {
-		return invalid("stream_options can only be set when stream is true")
+		return invalidParam("stream_options", "stream_options can only be set when stream is true")
 	}
 	return nil
 }
@@ -175,17 +176,17 @@ func (c *CommonExt) validate(maxTokens *int64, limitName string) error {
 		case k == 0:
 			*c.TopK = -1
 		case k < -1:
-			return invalid("top_k must be -1 (disabled) or a positive integer, got %d", k)
+			return invalidParam("top_k", "top_k must be -1 (disabled) or a positive integer, got %d", k)
 		}
 	}
 	if err := checkRange("min_p", c.MinP, 0, 1); err != nil {
 		return err
 	}
 	if p := c.RepetitionPenalty; p != nil && !(*p > 0 && *p <= 2) {
-		return invalid("repetition_penalty must be greater than 0 and at most 2, got %v", *p)
+		return invalidParam("repetition_penalty", "repetition_penalty must be greater than 0 and at most 2, got %v", *p)
 	}
 	if c.MinTokens != nil && maxTokens != nil && int64(*c.MinTokens) > *maxTokens {
-		return invalid("min_tokens must not exceed %s, got min_tokens=%d and %s=%d",
+		return invalidParam("min_tokens", "min_tokens must not exceed %s, got min_tokens=%d and %s=%d",
 			limitName, *c.MinTokens, limitName, *maxTokens)
 	}
 	return nil
@@ -194,13 +195,13 @@ func (c *CommonExt) validate(maxTokens *int64, limitName string) error {
 // validateRole checks that message i has a known role.
 func validateRole(i int, m Message) error {
 	if bytes.Equal(bytes.TrimSpace(m.Raw), []byte("null")) {
-		return invalid("messages[%d]: expected an object, got null", i)
+		return invalidParam(fmt.Sprintf("messages[%d]", i), "messages[%d]: expected an object, got null", i)
 	}
 	if m.Role == "" {
-		return invalid("messages[%d]: role is required", i)
+		return invalidParam(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role is required", i)
 	}
 	if !slices.Contains(messageRoles, m.Role) {
-		return invalid("messages[%d]: unknown role `%s`, expected one of %s", i, m.Role, quoteList(messageRoles))
+		return invalidParam(fmt.Sprintf("messages[%d].role", i), "messages[%d]: unknown role `%s`, expected one of %s", i, m.Role, quoteList(messageRoles))
 	}
 	return nil
 }
@@ -208,7 +209,7 @@ func validateRole(i int, m Message) error {
 // validateTemplateArgs checks chat_template_args / chat_template_kwargs.
 func (r *ChatCompletionRequest) validateTemplateArgs() error {
 	if present(r.ChatTemplateArgs) && present(r.ChatTemplateKwargs) {
-		return invalid("chat_template_kwargs is an alias of chat_template_args; set only one")
+		return invalidParam("chat_template_kwargs", "chat_template_kwargs is an alias of chat_template_args; set only one")
 	}
 	for _, a := range []struct {
 		name string
@@ -219,10 +220,10 @@ func (r *ChatCompletionRequest) validateTemplateArgs() error {
 		}
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(a.raw, &obj); err != nil || obj == nil {
-			return invalid("%s must be a JSON object", a.name)
+			return invalidParam(a.name, "%s must be a JSON object", a.name)
 		}
 		if _, ok := obj["chat_template"]; ok {
-			return invalid("`chat_template` is not supported inside %s", a.name)
+			return invalidParam(a.name, "`chat_template` is not supported inside %s", a.name)
 		}
 	}
 	return nil
@@ -233,24 +234,24 @@ func (r *ChatCompletionRequest) validateTemplateArgs() error {
 func validatePrompt(p Prompt) error {
 	switch {
 	case p.IsZero():
-		return invalid("prompt is required")
+		return invalidParam("prompt", "prompt is required")
 	case p.Text != nil:
 		return nil
 	case p.Texts != nil:
 		if len(p.Texts) == 0 {
-			return invalid("prompt must not be an empty list")
+			return invalidParam("prompt", "prompt must not be an empty list")
 		}
 	case p.Tokens != nil:
 		if len(p.Tokens) == 0 {
-			return invalid("prompt must not be an empty token list")
+			return invalidParam("prompt", "prompt must not be an empty token list")
 		}
 	default:
 		if len(p.TokenSet) == 0 {
-			return invalid("prompt must not be an empty list")
+			return invalidParam("prompt", "prompt must not be an empty list")
 		}
 		for i, ids := range p.TokenSet {
 			if len(ids) == 0 {
-				return invalid("prompt[%d] must not be an empty token list", i)
+				return invalidParam(fmt.Sprintf("prompt[%d]", i), "prompt[%d] must not be an empty token list", i)
 			}
 		}
 	}
@@ -267,10 +268,10 @@ func validateLogitBias(bias map[string]float64) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if _, err := strconv.ParseUint(k, 10, 32); err != nil {
-			return invalid("logit_bias key `%s` is not a token id", k)
+			return invalidParam("logit_bias", "logit_bias key `%s` is not a token id", k)
 		}
 		if v := bias[k]; !(v >= -maxLogitBias && v <= maxLogitBias) {
-			return invalid("logit_bias value for token %s must be between -100 and 100, got %v", k, v)
+			return invalidParam("logit_bias", "logit_bias value for token %s must be between -100 and 100, got %v", k, v)
 		}
 	}
 	return nil
@@ -282,11 +283,11 @@ func validateStop(s *Stop) error {
 		return nil
 	}
 	if len(s.Strings) > maxStopSequences {
-		return invalid("stop may hold at most %d sequences, got %d", maxStopSequences, len(s.Strings))
+		return invalidParam("stop", "stop may hold at most %d sequences, got %d", maxStopSequences, len(s.Strings))
 	}
 	for i, str := range s.Strings {
 		if str == "" {
-			return invalid("stop sequence at index %d must not be empty", i)
+			return invalidParam("stop", "stop sequence at index %d must not be empty", i)
 		}
 	}
 	return nil
@@ -295,7 +296,7 @@ func validateStop(s *Stop) error {
 // checkRange rejects a value outside [lo, hi] (and NaN).
 func checkRange(name string, v *float64, lo, hi float64) error {
 	if v != nil && !(*v >= lo && *v <= hi) {
-		return invalid("%s must be between %v and %v, got %v", name, lo, hi, *v)
+		return invalidParam(name, "%s must be between %v and %v, got %v", name, lo, hi, *v)
 	}
 	return nil
 }
@@ -303,7 +304,7 @@ func checkRange(name string, v *float64, lo, hi float64) error {
 // checkMaxTokens requires a token limit, when given, to be at least 1.
 func checkMaxTokens(name string, v *int64) error {
 	if v != nil && *v < 1 {
-		return invalid("%s must be at least 1, got %d", name, *v)
+		return invalidParam(name, "%s must be at least 1, got %d", name, *v)
 	}
 	return nil
 }

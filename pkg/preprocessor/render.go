@@ -261,3 +261,9 @@ func continueFinal(rendered string, last openai.Message) (string, error) {
 func invalid(format string, args ...any) error {
 	return &openai.ValidationError{Message: fmt.Sprintf(format, args...)}
 }
+
+// invalidParam is invalid for an error in the request field param
+// ("prompt", "messages").
+func invalidParam(param, format string, args ...any) error {
+	return &openai.ValidationError{Message: fmt.Sprintf(format, args...), Param: param}
+}

@@ -114,7 +114,7 @@ func (m *Model) PrepareCompletion(req *openai.CompletionRequest) ([]*Prepared, e
 		}
 	}
 	if len(prompts) == 0 {
-		return nil, invalid("Validation: prompt must not be empty")
+		return nil, invalidParam("prompt", "Validation: prompt must not be empty")
 	}
 	out := make([]*Prepared, len(prompts))
 	for i, pp := range prompts {
@@ -154,7 +154,7 @@ func (m *Model) checkVocab(ids []uint32) error {
 	n := m.tok.VocabSize()
 	for _, id := range ids {
 		if int(id) >= n {
-			return invalid("Validation: token id %d is out of range: the model's vocabulary has %d tokens", id, n)
+			return invalidParam("prompt", "Validation: token id %d is out of range: the model's vocabulary has %d tokens", id, n)
 		}
 	}
 	return nil
@@ -169,7 +169,7 @@ func (m *Model) checkRoom(r *backend.Request, what string) error {
 	}
 	p, mt := len(r.TokenIDs), int(*r.StopConditions.MaxTokens)
 	if p+mt > int(n) {
-		return invalid("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the %s, %d in the completion). Please reduce the length of the %s or the completion.", n, p+mt, p, what, mt, what)
+		return invalidParam(what, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the %s, %d in the completion). Please reduce the length of the %s or the completion.", n, p+mt, p, what, mt, what)
 	}
 	return nil
 }
@@ -178,10 +178,10 @@ func (m *Model) checkRoom(r *backend.Request, what string) error {
 // generate.
 func (m *Model) checkPrompt(ids []uint32, what string) error {
 	if len(ids) == 0 {
-		return invalid("Validation: the %s resulted in an empty prompt", what)
+		return invalidParam(what, "Validation: the %s resulted in an empty prompt", what)
 	}
 	if n := m.card.ContextLength; n > 0 && len(ids) >= int(n) {
-		return invalid("This model's maximum context length is %d tokens. However, your %s resulted in %d tokens. Please reduce the length of the %s.", n, what, len(ids), what)
+		return invalidParam(what, "This model's maximum context length is %d tokens. However, your %s resulted in %d tokens. Please reduce the length of the %s.", n, what, len(ids), what)
 	}
 	return nil
 }

@@ -195,35 +195,56 @@ func parseSSE(t testing.TB, body []byte) []sseEvent {
 	return out
 }
 
-// apiError is the frontend's flat error body.
+// apiError is the object of the frontend's error body, OpenAI's nested
+// form {"error":{"message","type","param","code"}}.
 type apiError struct {
-	Message string `json:"message"`
-	Type    string `json:"type"`
-	Code    int    `json:"code"`
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    int     `json:"code"`
 }
 
-// decodeError checks that body is exactly {"message","type","code"} with
-// code equal to the status, and returns it.
+// decodeError checks that body is exactly {"error":{"message","type",
+// "param","code"}}, param a string or null and code the status, and
+// returns the object.
 func decodeError(t testing.TB, status int, body []byte) apiError {
 	t.Helper()
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		t.Fatalf("error body is not a JSON object: %v: %s", err, body)
-	}
-	if len(fields) != 3 || fields["message"] == nil || fields["type"] == nil || fields["code"] == nil {
-		t.Errorf("error body %s: want exactly the fields message, type, code", body)
-	}
-	var e apiError
-	if err := json.Unmarshal(body, &e); err != nil {
-		t.Fatalf("error body %s: %v", body, err)
-	}
+	e := decodeErrorObject(t, body)
 	if e.Code != status {
 		t.Errorf("error body code %d, status %d", e.Code, status)
 	}
-	if e.Message == "" || e.Type == "" {
-		t.Errorf("error body %s: empty message or type", body)
-	}
 	return e
+}
+
+// decodeErrorObject checks that data (a response body or an SSE error
+// event's data) is exactly {"error":{"message","type","param","code"}}
+// with a non-empty message and type, and returns the object.
+func decodeErrorObject(t testing.TB, data []byte) apiError {
+	t.Helper()
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		t.Fatalf("error body is not a JSON object: %v: %s", err, data)
+	}
+	var fields map[string]json.RawMessage
+	if len(top) != 1 || json.Unmarshal(top["error"], &fields) != nil || fields == nil {
+		t.Fatalf("error body %s: want exactly one key, \"error\", holding an object", data)
+	}
+	if len(fields) != 4 || fields["message"] == nil || fields["type"] == nil || fields["param"] == nil || fields["code"] == nil {
+		t.Errorf("error body %s: want exactly the fields message, type, param, code", data)
+	}
+	var e struct {
+		Error apiError `json:"error"`
+	}
+	if err := json.Unmarshal(data, &e); err != nil {
+		t.Fatalf("error body %s: %v", data, err)
+	}
+	if e.Error.Message == "" || e.Error.Type == "" {
+		t.Errorf("error body %s: empty message or type", data)
+	}
+	if e.Error.Param != nil && *e.Error.Param == "" {
+		t.Errorf("error body %s: an empty param, want a field name or null", data)
+	}
+	return e.Error
 }
 
 func userChat(model, content string, maxTokens int) object {

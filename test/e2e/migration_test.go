@@ -491,8 +491,8 @@ func (r *migrationRig) testNoMigrationUnary(t *testing.T) {
 }
 
 // checkErrorEvent checks that an SSE body ends with an error event
-// {"error": {message, type, code >= 500}} and has no [DONE], and returns
-// the error.
+// {"error":{message, type, param, code >= 500}} and has no [DONE], and
+// returns the error.
 func checkErrorEvent(t testing.TB, what string, body []byte) apiError {
 	t.Helper()
 	events := parseSSE(t, body)
@@ -500,14 +500,12 @@ func checkErrorEvent(t testing.TB, what string, body []byte) apiError {
 		t.Fatalf("%s: want the stream to end with an error event and no [DONE]:\n%s", what, body)
 	}
 	last := events[len(events)-1]
-	var e struct {
-		Error apiError `json:"error"`
-	}
-	if err := json.Unmarshal([]byte(last.data), &e); err != nil || e.Error.Message == "" || e.Error.Type == "" || e.Error.Code < 500 {
-		t.Errorf("%s: error event %q: want {\"error\": {message, type, code >= 500}}", what, last.data)
+	e := decodeErrorObject(t, []byte(last.data))
+	if e.Code < 500 {
+		t.Errorf("%s: error event %q: want code >= 500", what, last.data)
 	}
 	t.Logf("%s: %s", what, last.data)
-	return e.Error
+	return e
 }
 
 // checkNoMigration checks the limit-0 frontend after a kill: it said why
