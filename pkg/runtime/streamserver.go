@@ -20,6 +20,19 @@ const (
 	tombstoneTTL     = 5 * time.Second
 )
 
+// streamKeepAlive is the TCP keep-alive of every response stream a caller
+// accepts. The worker sends and the caller only reads, so when the
+// worker's host goes silent (a network partition, a power loss: no FIN or
+// RST ever comes) nothing tells the caller's socket. Discovery does not
+// either: an established stream outlives its instance's removal, so that
+// a worker draining at shutdown finishes it. With Go's default keep-alive
+// (15 s idle, then 9 probes 15 s apart) the read would wait about 2.5
+// minutes; with this one the connection fails about 5 s after the last
+// packet from the worker's host, and the call ends Disconnected, which
+// migration re-issues. Probes are answered by the worker's kernel, so a
+// slow engine is never taken for a dead one.
+var streamKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 2 * time.Second, Interval: time.Second, Count: 3}
+
 // instanceRef names one instance of one endpoint.
 type instanceRef struct {
 	ep EndpointID
@@ -93,6 +106,7 @@ func (s *streamServer) run(ctx context.Context) error {
 		// thousand calls per second the loopback ports run out.
 		if tc, ok := conn.(*net.TCPConn); ok {
 			_ = tc.SetLinger(0)
+			_ = tc.SetKeepAliveConfig(streamKeepAlive)
 		}
 		s.mu.Lock()
 		s.handshakes[conn] = struct{}{}

@@ -1,0 +1,89 @@
+package runtime
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
+)
+
+// A response stream the caller accepts probes its worker's host once the
+// stream is idle: a worker whose host went silent (partitioned, powered
+// off) ends the stream within seconds, where Go's default keep-alive
+// would take about 2.5 minutes. The socket options are read back from
+// the kernel.
+func TestResponseStreamKeepAlive(t *testing.T) {
+	s, err := listenStreams(Config{ResponseStreamHost: "127.0.0.1", MaxMessageSize: 1 << 20}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.run(t.Context()) }()
+	t.Cleanup(func() {
+		s.ln.Close()
+		<-done
+	})
+
+	p, err := s.register(instanceRef{EndpointID{Namespace: "ns", Component: "c", Name: "generate"}, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.release(p)
+	worker, err := net.Dial("tcp", s.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer worker.Close()
+	hs, _ := json.Marshal(handshake{Subject: p.subject, StreamType: streamTypeResponse})
+	if err := codec.WriteMessage(worker, codec.Message{Header: hs}); err != nil {
+		t.Fatal(err)
+	}
+	var conn net.Conn
+	select {
+	case conn = <-p.ready:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call-home connection was not handed over within 5s")
+	}
+	defer conn.Close()
+
+	raw, err := conn.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	var sockErr error
+	err = raw.Control(func(fd uintptr) {
+		for _, o := range []struct {
+			name       string
+			level, opt int
+		}{
+			{"SO_KEEPALIVE", syscall.SOL_SOCKET, syscall.SO_KEEPALIVE},
+			{"TCP_KEEPIDLE", syscall.IPPROTO_TCP, syscall.TCP_KEEPIDLE},
+			{"TCP_KEEPINTVL", syscall.IPPROTO_TCP, syscall.TCP_KEEPINTVL},
+			{"TCP_KEEPCNT", syscall.IPPROTO_TCP, syscall.TCP_KEEPCNT},
+		} {
+			v, err := syscall.GetsockoptInt(int(fd), o.level, o.opt)
+			if err != nil {
+				sockErr = err
+				return
+			}
+			got[o.name] = v
+		}
+	})
+	if err != nil || sockErr != nil {
+		t.Fatalf("getsockopt: %v, %v", err, sockErr)
+	}
+	want := map[string]int{"SO_KEEPALIVE": 1, "TCP_KEEPIDLE": 2, "TCP_KEEPINTVL": 1, "TCP_KEEPCNT": 3}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %d, want %d (all: %v)", k, got[k], v, got)
+		}
+	}
+	if d := streamKeepAlive.Idle + time.Duration(streamKeepAlive.Count)*streamKeepAlive.Interval; d > 10*time.Second {
+		t.Errorf("a silent worker host is noticed after %v, want at most 10s (the default lease TTL)", d)
+	}
+}
