@@ -119,29 +119,38 @@ func (e *Etcd) Start() error {
 	return nil
 }
 
-// config is the server's configuration. The peer URL is 127.0.0.1:0: a
-// single member never dials its peers, so the peer listener may take any
-// free port, a new one at each start; the advertised peer URL stays the
-// same, as the member's identity (stored in the data) requires.
+// config is the server's configuration.
 func (e *Etcd) config() *embed.Config {
-	peer := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
-	cfg := embed.NewConfig()
-	cfg.Name = "testenv"
-	cfg.Dir = e.dir
+	cfg := EtcdConfig(e.dir, e.client)
 	// The embedded server logs errors while it shuts down; tests that
 	// stop it on purpose do not want them.
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	cfg.ListenClientUrls = []url.URL{e.client}
-	cfg.AdvertiseClientUrls = []url.URL{e.client}
+	if c := e.opts.TLS; c != nil {
+		cfg.ClientTLSInfo = transportInfo(c)
+		cfg.ClientTLSInfo.ClientCertAuth = e.opts.ClientCertAuth
+	}
+	return cfg
+}
+
+// EtcdConfig is the configuration of a single-member etcd server with its
+// data in dir, serving clients on client (a unix socket, or an http URL
+// on port 0 for a port the kernel picks: read it from the started
+// server's Clients). The peer URL is 127.0.0.1:0: a single member never
+// dials its peers, so the peer listener may take any free port, a new one
+// at each start; the advertised peer URL stays the same, as the member's
+// identity (stored in the data) requires. Limits are etcd's defaults.
+func EtcdConfig(dir string, client url.URL) *embed.Config {
+	peer := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
+	cfg := embed.NewConfig()
+	cfg.Name = "testenv"
+	cfg.Dir = dir
+	cfg.ListenClientUrls = []url.URL{client}
+	cfg.AdvertiseClientUrls = []url.URL{client}
 	cfg.ListenPeerUrls = []url.URL{peer}
 	cfg.AdvertisePeerUrls = []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	// etcd's default request limit (1.5 MiB), as every managed etcd has:
 	// nothing the stack writes may need more (discovery.MaxValueSize).
-	if c := e.opts.TLS; c != nil {
-		cfg.ClientTLSInfo = transportInfo(c)
-		cfg.ClientTLSInfo.ClientCertAuth = e.opts.ClientCertAuth
-	}
 	return cfg
 }
 

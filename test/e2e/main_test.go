@@ -23,6 +23,10 @@ var demoModel, _ = filepath.Abs("../../models/demo")
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	if host := os.Getenv(serversHostEnv); host != "" {
+		// The test binary run on a simulated host (netns_test.go).
+		os.Exit(serveNetns(host, os.Getenv(serversDirEnv)))
+	}
 	if testing.Short() {
 		fmt.Println("e2e: skipped under -short (builds the binaries and runs them as processes)")
 		os.Exit(0)
