@@ -56,6 +56,7 @@ const EnvHelp = `Runtime environment:
   DYN_TCP_MAX_MESSAGE_SIZE            bytes (33554432)
   DYN_TCP_WORKER_POOL_SIZE            concurrent requests per endpoint (1500)
   DYN_RUNTIME_INHIBITED_DURATION_SECS skip a failed instance this long (5; 0 = until it re-registers)
+  DYN_ORPHANED_STREAM_TIMEOUT_SECS    a stream whose worker left discovery may stay silent this long (5; 0 = no bound)
   DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS  keep taking requests this long after unregistering (5)
   DYN_RUNTIME_GRACEFUL_SHUTDOWN_TIMEOUT_SECS  drain bound at shutdown (30)
   DYN_SYSTEM_PORT, DYN_SYSTEM_HOST    status server (/health /live /metrics): port (-1 = off), bind (0.0.0.0)
@@ -106,6 +107,11 @@ func (f *Flags) Config() (runtime.Config, error) {
 		CAFile:   f.env("NATS_TLS_CA"),
 		CertFile: f.env("NATS_TLS_CERT"),
 		KeyFile:  f.env("NATS_TLS_KEY"),
+	}
+	if v := f.env("DYN_ORPHANED_STREAM_TIMEOUT_SECS"); v != "" {
+		if cfg.OrphanedStreamTimeout = p.seconds("DYN_ORPHANED_STREAM_TIMEOUT_SECS"); cfg.OrphanedStreamTimeout == 0 {
+			cfg.OrphanedStreamTimeout = -1 // 0 means "no bound"
+		}
 	}
 	if v := f.env("DYN_RUNTIME_INHIBITED_DURATION_SECS"); v != "" {
 		if d := p.seconds("DYN_RUNTIME_INHIBITED_DURATION_SECS"); d == 0 {

@@ -24,6 +24,7 @@ func TestEnvAndFlags(t *testing.T) {
 		"DYN_DISCOVERY_BACKEND": "file", "DYN_REQUEST_PLANE": "nats",
 		"ETCD_ENDPOINTS": "http://a:2379, http://b:2379", "DYN_TCP_CONNECT_TIMEOUT": "1.5",
 		"DYN_RUNTIME_INHIBITED_DURATION_SECS": "0", "DYN_SYSTEM_PORT": "9090",
+		"DYN_ORPHANED_STREAM_TIMEOUT_SECS": "2.5",
 	}, "--request-plane", "tcp")
 	if err != nil {
 		t.Fatal(err)
@@ -34,8 +35,15 @@ func TestEnvAndFlags(t *testing.T) {
 	if len(cfg.EtcdEndpoints) != 2 || cfg.EtcdEndpoints[1] != "http://b:2379" {
 		t.Errorf("etcd endpoints = %q", cfg.EtcdEndpoints)
 	}
-	if cfg.TCPConnectTimeout != 1500*time.Millisecond || cfg.InhibitDuration >= 0 || cfg.SystemPort != 9090 {
+	if cfg.TCPConnectTimeout != 1500*time.Millisecond || cfg.InhibitDuration >= 0 || cfg.SystemPort != 9090 || cfg.OrphanedStreamTimeout != 2500*time.Millisecond {
 		t.Errorf("cfg = %+v", cfg)
+	}
+}
+
+func TestOrphanedStreamTimeoutZeroMeansNoBound(t *testing.T) {
+	cfg, err := parse(t, map[string]string{"DYN_ORPHANED_STREAM_TIMEOUT_SECS": "0"})
+	if err != nil || cfg.OrphanedStreamTimeout >= 0 {
+		t.Fatalf("DYN_ORPHANED_STREAM_TIMEOUT_SECS=0: timeout %v, %v; want negative (no bound)", cfg.OrphanedStreamTimeout, err)
 	}
 }
 

@@ -72,19 +72,26 @@ func (rt *DistributedRuntime) call(rc *Context, inst Instance, payload []byte, e
 	case <-timer.C:
 		return NewError(TypeConnectionTimeout, "instance %x of %s did not call home within %s", inst.ID, inst.Endpoint, rt.cfg.CallHomeTimeout)
 	}
-	return readStream(rc, conn, rt.cfg.MaxMessageSize, emit)
+	orphan := &orphanWatch{conn: conn, gone: p.gone, timeout: rt.cfg.OrphanedStreamTimeout}
+	return readStream(rc, conn, rt.cfg.MaxMessageSize, orphan, emit)
 }
 
 // readStream consumes an established response stream. A goroutine owned by
-// this call forwards the caller's stop and kill to the worker.
-func readStream(rc *Context, conn net.Conn, maxSize int, emit func([]byte) error) error {
+// this call forwards the caller's stop and kill to the worker, and, once
+// the worker has left discovery, lets the stream stay silent only for the
+// orphan timeout.
+func readStream(rc *Context, conn net.Conn, maxSize int, orphan *orphanWatch, emit func([]byte) error) error {
 	ctl := &controlWriter{conn: conn}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		ctl.forward(rc, done)
+	}()
+	go func() {
+		defer wg.Done()
+		orphan.watch(done)
 	}()
 	defer func() {
 		close(done)
@@ -95,8 +102,9 @@ func readStream(rc *Context, conn net.Conn, maxSize int, emit func([]byte) error
 	r := bufio.NewReader(conn)
 	first, err := codec.ReadMessage(r, maxSize)
 	if err != nil {
-		return endedEarly(rc, err)
+		return orphan.endedEarly(rc, err)
 	}
+	orphan.heard()
 	var pro prologue
 	if err := json.Unmarshal(first.Header, &pro); err != nil {
 		return NewError(TypeUnknown, "runtime: bad response prologue: %v", err)
@@ -115,8 +123,9 @@ func readStream(rc *Context, conn net.Conn, maxSize int, emit func([]byte) error
 			if rc.IsStopped() && !rc.IsKilled() {
 				return firstErr
 			}
-			return endedEarly(rc, err)
+			return orphan.endedEarly(rc, err)
 		}
+		orphan.heard()
 		if len(msg.Data) == 0 {
 			continue // a control frame ("sentinel") before complete_final: ignore
 		}

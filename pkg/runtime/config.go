@@ -78,6 +78,13 @@ type Config struct {
 	// home (default 60 s). A worker that leaves discovery fails the wait at
 	// once.
 	CallHomeTimeout time.Duration
+	// OrphanedStreamTimeout is how long an established response stream may
+	// stay silent once its worker has left discovery (its lease expired:
+	// the process is frozen, or its host cut off) before the call fails
+	// Disconnected, which migration re-issues (default 5 s,
+	// DYN_ORPHANED_STREAM_TIMEOUT_SECS; negative: wait for the connection
+	// to fail). A draining worker that keeps sending is never cut.
+	OrphanedStreamTimeout time.Duration
 	// InhibitDuration is how long an instance that failed a call is skipped
 	// (default 5 s, DYN_RUNTIME_INHIBITED_DURATION_SECS; negative: until it
 	// re-registers).
@@ -147,6 +154,7 @@ func (c Config) withDefaults() Config {
 		c.MaxMessageSize = 32 << 20
 	}
 	def(&c.CallHomeTimeout, 60*time.Second)
+	def(&c.OrphanedStreamTimeout, 5*time.Second)
 	def(&c.InhibitDuration, 5*time.Second)
 	if c.WorkerPoolSize == 0 {
 		c.WorkerPoolSize = 1500

@@ -54,6 +54,44 @@ func TestWorkerCrashMidStream(t *testing.T) {
 	})
 }
 
+// A worker process frozen mid-stream (SIGSTOP: its kernel still holds the
+// connection open, nothing is sent): once its lease expires and it leaves
+// discovery, the stream may stay silent only for OrphanedStreamTimeout;
+// then the call fails Disconnected, which migration re-issues.
+func TestFrozenWorkerStreamFailsAfterItLeavesDiscovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	c := newCluster(t, setup{runtime.DiscoveryEtcd, runtime.PlaneTCP})
+	c.ttl = 2 * time.Second
+	cfg := c.config()
+	cfg.OrphanedStreamTimeout = time.Second
+	caller := startRuntime(t, cfg, c.mem)
+	w := startWorkerProcess(t, c)
+	defer func() { _ = w.cmd.Process.Signal(syscall.SIGKILL) }()
+	cl := client(t, caller, 1)
+	var frozenAt time.Time
+	rc := runtime.NewContext(t.Context(), "")
+	got, err := collect(rc, cl, w.id, countRequest{N: 1_000_000, DelayUS: 1000}, func(n int) {
+		if n == 20 {
+			frozenAt = time.Now()
+			_ = w.cmd.Process.Signal(syscall.SIGSTOP)
+		}
+	})
+	elapsed := time.Since(frozenAt)
+	if !errors.Is(err, runtime.ErrDisconnected) || !strings.Contains(err.Error(), "silent") {
+		t.Fatalf("Call to a frozen worker = %v, want Disconnected after a silence", err)
+	}
+	if len(cl.InstanceIDs()) != 0 {
+		t.Error("the stream failed while the frozen worker was still listed in discovery")
+	}
+	if elapsed < cfg.OrphanedStreamTimeout {
+		t.Errorf("the stream failed %s after the freeze, before the orphan timeout could pass", elapsed)
+	}
+	checkSequence(t, got, len(got))
+	t.Logf("the frozen worker's stream failed %s after the freeze (lease TTL %s, orphan timeout %s)", elapsed.Round(time.Millisecond), c.ttl, cfg.OrphanedStreamTimeout)
+}
+
 // A request whose worker acked but never called home fails as soon as the
 // instance leaves discovery, and new calls to it fail fast for a while.
 func TestPendingCallFailsWhenInstanceLeaves(t *testing.T) {

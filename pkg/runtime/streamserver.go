@@ -39,8 +39,8 @@ type instanceRef struct {
 	id uint64
 }
 
-// pendingStream is a response stream the caller registered and the worker
-// has not called home for yet.
+// pendingStream is a response stream the caller registered, from before
+// the worker calls home until the call ends.
 type pendingStream struct {
 	subject string
 	inst    instanceRef
@@ -56,11 +56,12 @@ type streamServer struct {
 	maxSize   int
 	log       *slog.Logger
 
-	mu         sync.Mutex
-	pending    map[string]*pendingStream
-	tombstones map[instanceRef]time.Time
-	handshakes map[net.Conn]struct{}
-	wg         sync.WaitGroup
+	mu          sync.Mutex
+	pending     map[string]*pendingStream // waiting for the worker to call home
+	established map[string]*pendingStream // connected, until the call ends
+	tombstones  map[instanceRef]time.Time
+	handshakes  map[net.Conn]struct{}
+	wg          sync.WaitGroup
 }
 
 func listenStreams(cfg Config, log *slog.Logger) (*streamServer, error) {
@@ -70,13 +71,14 @@ func listenStreams(cfg Config, log *slog.Logger) (*streamServer, error) {
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	return &streamServer{
-		ln:         ln,
-		advertise:  net.JoinHostPort(cfg.ResponseStreamHost, port),
-		maxSize:    cfg.MaxMessageSize,
-		log:        log,
-		pending:    make(map[string]*pendingStream),
-		tombstones: make(map[instanceRef]time.Time),
-		handshakes: make(map[net.Conn]struct{}),
+		ln:          ln,
+		advertise:   net.JoinHostPort(cfg.ResponseStreamHost, port),
+		maxSize:     cfg.MaxMessageSize,
+		log:         log,
+		pending:     make(map[string]*pendingStream),
+		established: make(map[string]*pendingStream),
+		tombstones:  make(map[instanceRef]time.Time),
+		handshakes:  make(map[net.Conn]struct{}),
 	}, nil
 }
 
@@ -156,6 +158,7 @@ func (s *streamServer) handshake(conn net.Conn) {
 		return
 	}
 	delete(s.pending, hs.Subject)
+	s.established[hs.Subject] = p
 	// Hand over under the lock, so that release either sees the entry (and
 	// no connection comes) or finds the connection in ready and closes it.
 	p.ready <- conn // buffered; one connection per subject
@@ -187,6 +190,7 @@ func (s *streamServer) register(inst instanceRef) (*pendingStream, error) {
 func (s *streamServer) release(p *pendingStream) {
 	s.mu.Lock()
 	delete(s.pending, p.subject)
+	delete(s.established, p.subject)
 	s.mu.Unlock()
 	select {
 	case c := <-p.ready:
@@ -195,16 +199,19 @@ func (s *streamServer) release(p *pendingStream) {
 	}
 }
 
-// cancelInstance fails every pending stream of inst and refuses new ones
-// for a short while: the instance left discovery.
+// cancelInstance fails every pending stream of inst, tells its established
+// streams (which then may stay silent only for OrphanedStreamTimeout), and
+// refuses new streams for a short while: the instance left discovery.
 func (s *streamServer) cancelInstance(inst instanceRef) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tombstones[inst] = time.Now().Add(tombstoneTTL)
-	for subj, p := range s.pending {
-		if p.inst == inst {
-			delete(s.pending, subj)
-			close(p.gone)
+	for _, m := range []map[string]*pendingStream{s.pending, s.established} {
+		for subj, p := range m {
+			if p.inst == inst {
+				delete(m, subj)
+				close(p.gone)
+			}
 		}
 	}
 }

@@ -1,0 +1,51 @@
+package runtime
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync/atomic"
+	"time"
+)
+
+// orphanWatch bounds the silence of an established response stream whose
+// worker has left discovery. A worker whose process froze, or whose host
+// was cut off, keeps its TCP connection open (its kernel may even answer
+// keep-alives) but sends nothing; once its lease expired and it left
+// discovery, the stream may stay silent only for timeout, after which the
+// call fails Disconnected and migration re-issues it. A worker that left
+// discovery to drain and keeps sending is never cut.
+type orphanWatch struct {
+	conn    net.Conn
+	gone    <-chan struct{} // closed when the instance left discovery
+	timeout time.Duration   // <= 0: no bound
+	left    atomic.Bool
+}
+
+// watch arms the bound when the instance leaves discovery, until done.
+func (o *orphanWatch) watch(done <-chan struct{}) {
+	if o == nil || o.timeout <= 0 {
+		return
+	}
+	select {
+	case <-o.gone:
+		o.left.Store(true)
+		_ = o.conn.SetReadDeadline(time.Now().Add(o.timeout))
+	case <-done:
+	}
+}
+
+// heard extends the bound after a frame arrived from the worker.
+func (o *orphanWatch) heard() {
+	if o != nil && o.left.Load() {
+		_ = o.conn.SetReadDeadline(time.Now().Add(o.timeout))
+	}
+}
+
+// endedEarly maps a read failure: a silent orphan gets its own message.
+func (o *orphanWatch) endedEarly(rc *Context, err error) error {
+	if o != nil && o.left.Load() && errors.Is(err, os.ErrDeadlineExceeded) && !rc.IsKilled() {
+		return NewError(TypeDisconnected, "%s: the worker left discovery and its stream was silent for %s", MsgStreamEnded, o.timeout)
+	}
+	return endedEarly(rc, err)
+}
