@@ -48,8 +48,13 @@
 // endpoint can leave discovery and come back (Endpoint.SetHealthy, used by
 // a worker's health checks) without its request plane stopping. The
 // runtime owns every goroutine it starts (listeners, watches, keep-alive)
-// and stops them in Close. Done is closed if the lease is lost: a worker
-// must then stop serving. All exported methods are safe for concurrent use.
+// and stops them in Close. An etcd outage of any length stops nothing:
+// the runtime keeps serving and calling what it knows, and when etcd
+// returns it writes its keys again, under a new lease if the old one
+// expired (DiscoveryStatus reports the outage). Done is closed only if a
+// back-end that cannot recover (the file store) loses its liveness: a
+// worker must then stop serving. All exported methods are safe for
+// concurrent use.
 //
 // # Securing the control plane
 //
