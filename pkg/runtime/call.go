@@ -65,7 +65,7 @@ func (rt *DistributedRuntime) call(rc *Context, inst Instance, payload []byte, e
 	defer timer.Stop()
 	select {
 	case conn = <-p.ready:
-	case <-p.gone:
+	case <-p.gone.Done():
 		return NewError(TypeDisconnected, MsgNotEstablished)
 	case <-rc.Done():
 		return context.Cause(rc)
@@ -84,16 +84,14 @@ func readStream(rc *Context, conn net.Conn, maxSize int, orphan *orphanWatch, em
 	ctl := &controlWriter{conn: conn}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		ctl.forward(rc, done)
 	}()
-	go func() {
-		defer wg.Done()
-		orphan.watch(done)
-	}()
+	stopWatch := orphan.watch()
 	defer func() {
+		stopWatch()
 		close(done)
 		conn.Close()
 		wg.Wait()

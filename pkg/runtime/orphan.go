@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -17,22 +18,22 @@ import (
 // discovery to drain and keeps sending is never cut.
 type orphanWatch struct {
 	conn    net.Conn
-	gone    <-chan struct{} // closed when the instance left discovery
+	gone    context.Context // ends when the instance left discovery
 	timeout time.Duration   // <= 0: no bound
 	left    atomic.Bool
 }
 
-// watch arms the bound when the instance leaves discovery, until done.
-func (o *orphanWatch) watch(done <-chan struct{}) {
+// watch arms the bound when the instance leaves discovery; the returned
+// function stops watching. It starts no goroutine until then.
+func (o *orphanWatch) watch() (stop func()) {
 	if o == nil || o.timeout <= 0 {
-		return
+		return func() {}
 	}
-	select {
-	case <-o.gone:
+	unwatch := context.AfterFunc(o.gone, func() {
 		o.left.Store(true)
 		_ = o.conn.SetReadDeadline(time.Now().Add(o.timeout))
-	case <-done:
-	}
+	})
+	return func() { unwatch() }
 }
 
 // heard extends the bound after a frame arrived from the worker.

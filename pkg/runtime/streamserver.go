@@ -45,7 +45,11 @@ type pendingStream struct {
 	subject string
 	inst    instanceRef
 	ready   chan net.Conn // receives the connection after the handshake
-	gone    chan struct{} // closed when the instance left discovery
+	// gone ends when the instance left discovery (a context, so that the
+	// established stream can react with context.AfterFunc, without a
+	// goroutine per call).
+	gone     context.Context
+	markGone context.CancelFunc
 }
 
 // streamServer is the caller's TCP server that workers call home to. One
@@ -179,8 +183,8 @@ func (s *streamServer) register(inst instanceRef) (*pendingStream, error) {
 		subject: uuid.NewString(),
 		inst:    inst,
 		ready:   make(chan net.Conn, 1),
-		gone:    make(chan struct{}),
 	}
+	p.gone, p.markGone = context.WithCancel(context.Background())
 	s.pending[p.subject] = p
 	return p, nil
 }
@@ -192,6 +196,7 @@ func (s *streamServer) release(p *pendingStream) {
 	delete(s.pending, p.subject)
 	delete(s.established, p.subject)
 	s.mu.Unlock()
+	p.markGone() // releases the context
 	select {
 	case c := <-p.ready:
 		c.Close()
@@ -210,7 +215,7 @@ func (s *streamServer) cancelInstance(inst instanceRef) {
 		for subj, p := range m {
 			if p.inst == inst {
 				delete(m, subj)
-				close(p.gone)
+				p.markGone()
 			}
 		}
 	}

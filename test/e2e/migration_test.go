@@ -33,6 +33,7 @@ func TestMigration(t *testing.T) {
 		t.Run(plane, func(t *testing.T) {
 			r := newMigrationRig(t, plane)
 			t.Run("SIGKILL mid-stream, streaming chat", r.testKillStream)
+			t.Run("SIGSTOP mid-stream (a frozen worker), streaming chat", r.testFreezeStream)
 			t.Run("SIGKILL mid-answer, unary completion", r.testKillUnary)
 			t.Run("SIGTERM with several streams in flight", r.testTerminate)
 			t.Run("limit 0, streaming chat", r.testNoMigrationStream)
@@ -81,7 +82,8 @@ func newMigrationRig(t testing.TB, plane string) *migrationRig {
 	for range 3 {
 		r.startWorker(t)
 	}
-	r.mig = r.c.startFrontendArgs([]string{"--migration-limit", "3"})
+	// A frozen worker's streams end 1 s after it left discovery.
+	r.mig = r.c.startFrontendArgs([]string{"--migration-limit", "3"}, "DYN_ORPHANED_STREAM_TIMEOUT_SECS=1")
 	r.off = r.c.startFrontend("DYN_MIGRATION_LIMIT=0")
 	cards := r.c.startFrontend() // neither flag nor env: the cards' limit
 	for _, f := range []*frontend{r.mig, r.off, cards} {
@@ -353,6 +355,34 @@ func (r *migrationRig) testKillStream(t *testing.T) {
 		t.Error("no content arrived after the kill")
 	}
 	checkOneMigration(t, r.mig, before, 30, longAnswer)
+	r.replace(t, w)
+}
+
+// testFreezeStream freezes the serving worker (SIGSTOP): its connection
+// stays open and its kernel answers keep-alives, so only its lease, which
+// expires, tells; then its silent stream ends and migrates.
+func (r *migrationRig) testFreezeStream(t *testing.T) {
+	req := func() object {
+		return streamRequest(chatPath, "Tell me a long story about a frozen lake.", 3, longAnswer)
+	}
+	want := r.mig.streamAll(t, chatPath, req())
+	before := r.mig.migrations(t)
+
+	s := r.mig.startStream(t, chatPath, req())
+	s.waitContent(t, 30)
+	w := r.serving(t)
+	frozen := time.Now()
+	if err := w.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	got := reassemble(t, chatPath, s.finish(t, 30*time.Second))
+	sameAnswer(t, "stream migrated from a frozen worker", got, want, longAnswer)
+	if n := s.contentAfter(frozen); n == 0 {
+		t.Error("no content arrived after the freeze")
+	}
+	t.Logf("the stream finished %v after its worker froze", time.Since(frozen).Round(time.Millisecond))
+	checkOneMigration(t, r.mig, before, 30, longAnswer)
+	w.kill()
 	r.replace(t, w)
 }
 
