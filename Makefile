@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run test test-short bench bench-tokenizer bench-preprocess bench-stack fuzz lint clean
+.PHONY: build run test test-short bench bench-tokenizer bench-preprocess bench-stack bench-streams fuzz lint clean
 
 build:
 	$(GO) build $(PKGS)
@@ -39,6 +39,11 @@ bench-preprocess:
 # server streaming the same tokens, then against frontend + two mockers.
 bench-stack:
 	./scripts/bench-stack.sh 500 5000
+
+# Many concurrent long streams through one frontend: its memory, open
+# files and CPU (scripts/bench-streams.sh N OSL WORKERS).
+bench-streams:
+	./scripts/bench-streams.sh 2000 400 4
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzReadMessage -fuzztime=30s ./pkg/runtime/internal/codec/

@@ -39,9 +39,11 @@ export DYN_FILE_KV="$work/kv" DYN_LOG=warn
 bin/bench baseline --addr 127.0.0.1:8100 >"$work/baseline.log" 2>&1 &
 pids+=($!)
 bin/mocker --model-path models/demo --num-workers 2 --speedup-ratio 100000 --discovery-backend file >"$work/mocker.log" 2>&1 &
-pids+=($!)
+mocker=$!
+pids+=($mocker)
 DYN_HTTP_GRACEFUL_SHUTDOWN_TIMEOUT_SECS=0 bin/frontend --http-host 127.0.0.1 --http-port 8200 --discovery-backend file >"$work/frontend.log" 2>&1 &
-pids+=($!)
+frontend=$!
+pids+=($frontend)
 wait_http http://127.0.0.1:8100/health
 for _ in $(seq 1 200); do
   if curl -fsS http://127.0.0.1:8200/v1/models 2>/dev/null | grep -q '"demo"'; then break; fi
@@ -53,7 +55,7 @@ echo "== baseline: bare net/http server streaming the same tokens"
 bin/bench run --url http://127.0.0.1:8100 "${common[@]}" --label baseline --json "$OUT/baseline.json" >"$OUT/baseline.txt"
 cat "$OUT/baseline.txt"
 echo "== stack: frontend + two mocker workers"
-bin/bench run --url http://127.0.0.1:8200 "${common[@]}" --label stack --json "$OUT/stack.json" >"$OUT/stack.txt"
+bin/bench run --url http://127.0.0.1:8200 "${common[@]}" --label stack --watch-pid "$frontend,$mocker" --json "$OUT/stack.json" >"$OUT/stack.txt"
 cat "$OUT/stack.txt"
 echo "== stack minus baseline"
 bin/bench compare "$OUT/baseline.json" "$OUT/stack.json"

@@ -92,6 +92,7 @@ func TestBadUsageExits2(t *testing.T) {
 		{[]string{"run", "--nope"}, "flag provided but not defined: -nope"},
 		{[]string{"run", "--model", "x", "--api", "embeddings"}, `api "embeddings": want "chat" or "completions"`},
 		{[]string{"run", "--model", "x", "--concurrency", "4", "--rate", "10"}, "--concurrency and --rate exclude each other"},
+		{[]string{"run", "--model", "x", "--watch-pid", "12,frontend"}, "--watch-pid"},
 		{[]string{"run", "--api", "chat"}, "model is required"},
 		{[]string{"run", "--model", "x", "--requests", "0"}, "set requests or duration"},
 		{[]string{"run", "--model", "x", "extra"}, `unexpected arguments ["extra"]`},

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dynamo-go/dynamo/internal/loadgen"
@@ -25,6 +27,7 @@ type runFlags struct {
 	seed                         *uint64
 	jsonPath, label              *string
 	progress                     *time.Duration
+	watch                        *string
 }
 
 func newRunFlags(stderr io.Writer) *runFlags {
@@ -53,6 +56,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 		jsonPath:    fs.String("json", "", "also write the report as JSON to this file (- = stdout, the table then goes to stderr)"),
 		label:       fs.String("label", "", "name of this run in the report"),
 		progress:    fs.Duration("progress", 5*time.Second, "log progress to stderr this often (0 = never)"),
+		watch:       fs.String("watch-pid", "", "comma-separated pids (the server under test) whose peak RSS, peak open files and CPU per request to report (Linux)"),
 	}
 }
 
@@ -70,6 +74,16 @@ func (f *runFlags) config(log *slog.Logger) (loadgen.Config, error) {
 	c.Requests, c.Duration, c.Warmup = *f.requests, *f.duration, *f.warmup
 	c.Timeout, c.ConnectTimeout = *f.timeout, *f.connect
 	c.Seed, c.Label = *f.seed, *f.label
+	for _, p := range strings.Split(*f.watch, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		pid, err := strconv.Atoi(p)
+		if err != nil || pid <= 0 {
+			return loadgen.Config{}, fmt.Errorf("--watch-pid %q: want process ids", *f.watch)
+		}
+		c.WatchPIDs = append(c.WatchPIDs, pid)
+	}
 	if *f.progress > 0 {
 		c.Logger, c.ProgressEvery = log, *f.progress
 	}

@@ -82,6 +82,10 @@ type Config struct {
 	Seed uint64
 	// Label names the run in reports.
 	Label string
+	// WatchPIDs are processes (the server under test) whose peak memory,
+	// peak open files and CPU time per request the report gives (Linux
+	// /proc; see ProcessStats).
+	WatchPIDs []int
 
 	// Client sends the requests; nil means a client over NewTransport
 	// sized to the concurrency (or MaxInflight).

@@ -17,6 +17,9 @@ import (
 type Report struct {
 	// Label names the run (Config.Label).
 	Label string `json:"label"`
+	// Processes are the watched processes' peak memory, open files and CPU
+	// (Config.WatchPIDs).
+	Processes []ProcessStats `json:"processes,omitempty"`
 	// Config is the run's configuration.
 	Config RunConfig `json:"config"`
 	// StartedAt is when the first measured request was sent.
@@ -166,6 +169,18 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, p := range r.Processes {
+		if p.Samples == 0 {
+			fmt.Fprintf(&b, "process %d (%s): not read: %s\n", p.PID, p.Name, p.Error)
+			continue
+		}
+		fmt.Fprintf(&b, "process %d (%s): peak RSS %.1f MB, peak %d open files, CPU %.2f s, %.3f ms per completed request",
+			p.PID, p.Name, float64(p.PeakRSSBytes)/(1<<20), p.PeakFDs, p.CPUSeconds, p.CPUPerRequestMS)
+		if c.Arrival != "poisson" && c.Concurrency > 0 {
+			fmt.Fprintf(&b, ", %.1f KB RSS per stream at concurrency %d", float64(p.PeakRSSBytes)/1024/float64(c.Concurrency), c.Concurrency)
+		}
+		b.WriteByte('\n')
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -54,7 +54,9 @@ type runner struct {
 	prompts   promptSource
 	req       *requester
 	col       *collector
-	throttled int // open loop only; written by the scheduler goroutine
+	throttled int        // open loop only; written by the scheduler goroutine
+	watch     *procWatch // nil without WatchPIDs
+	measuring sync.Once  // marks the watch's start at the first measured send
 }
 
 func (r *runner) run(ctx context.Context) *Report {
@@ -68,6 +70,10 @@ func (r *runner) run(ctx context.Context) *Report {
 	total := -1
 	if r.cfg.Requests > 0 {
 		total = r.cfg.Warmup + r.cfg.Requests
+	}
+
+	if len(r.cfg.WatchPIDs) > 0 {
+		r.watch = watchProcesses(r.cfg.WatchPIDs, 200*time.Millisecond)
 	}
 
 	var progress sync.WaitGroup
@@ -87,6 +93,7 @@ func (r *runner) run(ctx context.Context) *Report {
 	progress.Wait()
 
 	rep := r.col.report()
+	rep.Processes = r.watch.stop(rep.Completed)
 	rep.Label = r.cfg.Label
 	rep.Config = r.cfg.record()
 	rep.Throttled = r.throttled
@@ -158,6 +165,7 @@ func (r *runner) one(ctx context.Context, n int) {
 	body, err := r.req.body(p)
 	measured := n >= r.cfg.Warmup
 	if measured {
+		r.measuring.Do(r.watch.markStart)
 		r.col.launch(time.Now())
 	}
 	var o outcome
