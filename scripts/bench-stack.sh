@@ -7,6 +7,7 @@
 # NATS needed.
 #
 # Usage: scripts/bench-stack.sh [RATE] [REQUESTS]   (default 500 req/s, 5000)
+# FRONTEND_PPROF / MOCKER_PPROF: serve that process's Go profiles there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RATE=${1:-500}
@@ -38,10 +39,10 @@ wait_http() { # url
 export DYN_FILE_KV="$work/kv" DYN_LOG=warn
 bin/bench baseline --addr 127.0.0.1:8100 >"$work/baseline.log" 2>&1 &
 pids+=($!)
-bin/mocker --model-path models/demo --num-workers 2 --speedup-ratio 100000 --discovery-backend file >"$work/mocker.log" 2>&1 &
+DYN_PPROF_ADDR=${MOCKER_PPROF:-} bin/mocker --model-path models/demo --num-workers 2 --speedup-ratio 100000 --discovery-backend file >"$work/mocker.log" 2>&1 &
 mocker=$!
 pids+=($mocker)
-DYN_HTTP_GRACEFUL_SHUTDOWN_TIMEOUT_SECS=0 bin/frontend --http-host 127.0.0.1 --http-port 8200 --discovery-backend file >"$work/frontend.log" 2>&1 &
+DYN_PPROF_ADDR=${FRONTEND_PPROF:-} DYN_HTTP_GRACEFUL_SHUTDOWN_TIMEOUT_SECS=0 bin/frontend --http-host 127.0.0.1 --http-port 8200 --discovery-backend file >"$work/frontend.log" 2>&1 &
 frontend=$!
 pids+=($frontend)
 wait_http http://127.0.0.1:8100/health

@@ -8,7 +8,8 @@
 # the TCP request plane: no etcd or NATS needed.
 #
 # Usage: scripts/bench-streams.sh [N] [OSL] [WORKERS]   (default 2000 400 4)
-# Environment: SPEEDUP (mocker --speedup-ratio, default 1), OUT (bench-out).
+# Environment: SPEEDUP (mocker --speedup-ratio, default 1), OUT (bench-out),
+# FRONTEND_PPROF (serve the frontend's Go profiles there, e.g. 127.0.0.1:6061).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-2000}
@@ -40,11 +41,11 @@ trap cleanup EXIT INT TERM
 seqs=$(( (N + WORKERS - 1) / WORKERS + 16 ))
 blocks=$(( seqs * ((ISL + 20 + OSL) / 16 + 2) ))
 export DYN_FILE_KV="$work/kv" DYN_LOG=warn
-bin/mocker --model-path models/demo --num-workers "$WORKERS" --speedup-ratio "$SPEEDUP" \
+DYN_PPROF_ADDR= bin/mocker --model-path models/demo --num-workers "$WORKERS" --speedup-ratio "$SPEEDUP" \
   --max-num-seqs "$seqs" --num-gpu-blocks-override "$blocks" --max-num-batched-tokens $(( seqs * (ISL + 20) )) \
   --discovery-backend file >"$work/mocker.log" 2>&1 &
 pids+=($!)
-DYN_HTTP_GRACEFUL_SHUTDOWN_TIMEOUT_SECS=0 bin/frontend --http-host 127.0.0.1 --http-port 8300 --discovery-backend file >"$work/frontend.log" 2>&1 &
+DYN_PPROF_ADDR=${FRONTEND_PPROF:-} DYN_HTTP_GRACEFUL_SHUTDOWN_TIMEOUT_SECS=0 bin/frontend --http-host 127.0.0.1 --http-port 8300 --discovery-backend file >"$work/frontend.log" 2>&1 &
 frontend=$!
 pids+=($frontend)
 for _ in $(seq 1 400); do

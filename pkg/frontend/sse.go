@@ -3,6 +3,7 @@ package frontend
 import (
 	"bytes"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/openai"
@@ -15,8 +16,17 @@ import (
 // failure before the first token is a real HTTP error status.
 func (x *exchange) stream(c *call, m *pipeline.Model) {
 	ctl := http.NewResponseController(x.w)
-	var buf bytes.Buffer
-	committed := false
+	// Chunks are written to buf and sent when the runtime has delivered
+	// every output it had received (runtime.Context.OnStreamIdle): outputs that
+	// arrived together leave in one write, a lone one at once. mu guards
+	// buf and the writer: a batch completion's prompts stream on several
+	// goroutines.
+	var (
+		mu        sync.Mutex
+		buf       bytes.Buffer
+		committed bool
+		broken    bool // a write failed: the client is gone
+	)
 	flush := func() error {
 		_ = ctl.SetWriteDeadline(time.Now().Add(x.s.cfg.WriteTimeout))
 		if _, err := x.w.Write(buf.Bytes()); err != nil {
@@ -25,11 +35,38 @@ func (x *exchange) stream(c *call, m *pipeline.Model) {
 		buf.Reset()
 		return ctl.Flush()
 	}
+	// send flushes what is buffered once the response is committed; after
+	// a failed write it kills the request. Called with mu held.
+	send := func() error {
+		if broken {
+			return errClientGone
+		}
+		if !committed || buf.Len() == 0 {
+			return nil
+		}
+		if err := flush(); err != nil {
+			broken = true
+			x.clientGone.Store(true)
+			x.rc.Kill()
+			return errClientGone
+		}
+		return nil
+	}
 	commit := func() {
 		startSSE(x.w)
 		committed = true
 	}
+	x.rc.OnStreamIdle(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = send()
+	})
 	err := c.run(x.rc, m, x.id, func(ev preprocessor.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if broken {
+			return errClientGone
+		}
 		x.observe(ev)
 		if ev.Name == "" && finishes(ev.Data) {
 			x.attachWorker(ev.Data)
@@ -37,26 +74,20 @@ func (x *exchange) stream(c *call, m *pipeline.Model) {
 		if err := openai.WriteSSE(&buf, ev.Name, ev.Data); err != nil {
 			return err
 		}
-		if !committed {
-			if ev.Name != "" {
-				return nil // an annotation: wait for the first chunk
-			}
-			commit()
-		}
-		if err := flush(); err != nil {
-			x.clientGone.Store(true)
-			x.rc.Kill()
-			return errClientGone
+		if !committed && ev.Name == "" {
+			commit() // the first chunk: annotations before it wait for it
 		}
 		return nil
 	})
+	mu.Lock()
+	defer mu.Unlock()
 	if err != nil {
 		e := x.failure(err)
 		if !committed && e.kind != ErrCancelled {
 			x.fail(e, false)
 			return
 		}
-		if committed && buf.Len() > 0 {
+		if committed && buf.Len() > 0 && !broken {
 			_ = flush()
 		}
 		x.fail(e, committed)
@@ -66,7 +97,7 @@ func (x *exchange) stream(c *call, m *pipeline.Model) {
 		commit()
 	}
 	buf.WriteString(openai.SSEDone)
-	if err := flush(); err != nil {
+	if broken || flush() != nil {
 		x.g.Cancelled()
 		return
 	}

@@ -90,11 +90,13 @@ func readStream(rc *Context, conn net.Conn, maxSize int, orphan *orphanWatch, em
 		ctl.forward(rc, done)
 	}()
 	stopWatch := orphan.watch()
+	idle := streamIdle(rc)
 	defer func() {
 		stopWatch()
 		close(done)
 		conn.Close()
 		wg.Wait()
+		idle()
 	}()
 
 	r := bufio.NewReader(conn)
@@ -116,6 +118,9 @@ func readStream(rc *Context, conn net.Conn, maxSize int, orphan *orphanWatch, em
 
 	var firstErr error
 	for {
+		if !codec.FrameBuffered(r) {
+			idle() // everything received so far is delivered
+		}
 		msg, err := codec.ReadMessage(r, maxSize)
 		if err != nil {
 			if rc.IsStopped() && !rc.IsKilled() {

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 )
@@ -38,6 +39,8 @@ type Context struct {
 	id     string
 	cancel context.CancelCauseFunc
 	unhook func() bool
+
+	idle atomic.Pointer[func()] // OnStreamIdle
 
 	mu       sync.Mutex
 	state    ctxState

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -103,4 +104,20 @@ func split(buf []byte, hl int, sum uint64) (Message, error) {
 		m.Data = buf[hl:len(buf):len(buf)]
 	}
 	return m, nil
+}
+
+// FrameBuffered reports whether r's buffer holds at least one whole frame,
+// so that the next ReadMessage from r returns without waiting for the
+// network (or fails on a bad prefix).
+func FrameBuffered(r *bufio.Reader) bool {
+	n := r.Buffered()
+	if n < PrefixSize {
+		return false
+	}
+	b, err := r.Peek(PrefixSize)
+	if err != nil {
+		return false
+	}
+	hl, bl, _ := parsePrefix((*[PrefixSize]byte)(b))
+	return uint64(n-PrefixSize) >= hl+bl || hl+bl < hl // overflow: a bad prefix fails at once
 }
