@@ -53,6 +53,10 @@ func WriteSSEError(w io.Writer, body ErrorBody) error {
 // Encode writes v as compact JSON without a trailing newline and without
 // HTML escaping ("<" stays "<", as the reference system writes it).
 func Encode(buf *bytes.Buffer, v any) error {
+	if b, ok := appendChunkJSON(buf.AvailableBuffer(), v); ok {
+		buf.Write(b) // the hot path: a token's chunk, without reflection
+		return nil
+	}
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {

@@ -1,0 +1,188 @@
+package openai
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// appendChunkJSON appends the JSON of the streamed chunks the hot path
+// writes (one per token) without reflection, byte for byte what Encode
+// writes with encoding/json. It reports false, and appends nothing, for a
+// chunk it leaves to encoding/json: one with usage, nvext, logprobs or
+// tool calls. Completion is the completions chunk (and unary body).
+func appendChunkJSON(b []byte, v any) ([]byte, bool) {
+	switch c := v.(type) {
+	case *ChatCompletionChunk:
+		return c.appendJSON(b)
+	case *Completion:
+		return c.appendJSON(b)
+	}
+	return b, false
+}
+
+func (c *ChatCompletionChunk) appendJSON(b []byte) ([]byte, bool) {
+	if c.Usage != nil || len(c.NvExt) > 0 {
+		return b, false
+	}
+	for i := range c.Choices {
+		if c.Choices[i].Logprobs != nil || len(c.Choices[i].Delta.ToolCalls) > 0 {
+			return b, false
+		}
+	}
+	b = appendHead(b, c.ID, c.Object, c.Created, c.Model)
+	b = append(b, `,"system_fingerprint":`...)
+	b = appendOptString(b, c.SystemFingerprint)
+	b = append(b, `,"choices":`...)
+	if c.Choices == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range c.Choices {
+			ch := &c.Choices[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"index":`...)
+			b = strconv.AppendInt(b, int64(ch.Index), 10)
+			b = append(b, `,"delta":{`...)
+			first := true
+			field := func(name string) {
+				if !first {
+					b = append(b, ',')
+				}
+				first = false
+				b = append(b, name...)
+			}
+			if ch.Delta.Role != "" {
+				field(`"role":`)
+				b = appendString(b, ch.Delta.Role)
+			}
+			if ch.Delta.Content != nil {
+				field(`"content":`)
+				b = appendString(b, *ch.Delta.Content)
+			}
+			if ch.Delta.ReasoningContent != nil {
+				field(`"reasoning_content":`)
+				b = appendString(b, *ch.Delta.ReasoningContent)
+			}
+			b = append(b, `},"finish_reason":`...)
+			b = appendOptString(b, ch.FinishReason)
+			b = append(b, `,"logprobs":null}`...)
+		}
+		b = append(b, ']')
+	}
+	return append(b, `,"usage":null}`...), true
+}
+
+func (c *Completion) appendJSON(b []byte) ([]byte, bool) {
+	if c.Usage != nil || len(c.NvExt) > 0 {
+		return b, false
+	}
+	for i := range c.Choices {
+		if c.Choices[i].Logprobs != nil {
+			return b, false
+		}
+	}
+	b = appendHead(b, c.ID, c.Object, c.Created, c.Model)
+	if c.SystemFingerprint != nil { // omitempty here
+		b = append(b, `,"system_fingerprint":`...)
+		b = appendString(b, *c.SystemFingerprint)
+	}
+	b = append(b, `,"choices":`...)
+	if c.Choices == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range c.Choices {
+			ch := &c.Choices[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"index":`...)
+			b = strconv.AppendInt(b, int64(ch.Index), 10)
+			b = append(b, `,"text":`...)
+			b = appendString(b, ch.Text)
+			b = append(b, `,"logprobs":null,"finish_reason":`...)
+			b = appendOptString(b, ch.FinishReason)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	return append(b, `,"usage":null}`...), true
+}
+
+// appendHead appends {"id":..,"object":..,"created":..,"model":..
+func appendHead(b []byte, id, object string, created int64, model string) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, id)
+	b = append(b, `,"object":`...)
+	b = appendString(b, object)
+	b = append(b, `,"created":`...)
+	b = strconv.AppendInt(b, created, 10)
+	b = append(b, `,"model":`...)
+	return appendString(b, model)
+}
+
+func appendOptString(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return appendString(b, *s)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string exactly as encoding/json does
+// with HTML escaping off: '"' and '\\' escaped, \b \f \n \r \t by name,
+// other control characters and U+2028, U+2029 as \u00XX / \u202X, and
+// invalid UTF-8 replaced by \ufffd.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
