@@ -47,6 +47,7 @@ bench-streams:
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzReadMessage -fuzztime=30s ./pkg/runtime/internal/codec/
+	$(GO) test -run='^$$' -fuzz=FuzzReadStreamMessage -fuzztime=30s ./pkg/runtime/internal/codec/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -33,6 +33,11 @@ func ReadMessage(r io.Reader, maxSize int) (Message, error) {
 		}
 		return Message{}, fmt.Errorf("codec: read prefix: %w", err)
 	}
+	return readParts(r, hl, bl, sum, maxSize)
+}
+
+// readParts reads the header and body announced by a prefix.
+func readParts(r io.Reader, hl, bl, sum uint64, maxSize int) (Message, error) {
 	n, err := checkSize(hl, bl, maxSize)
 	if err != nil {
 		return Message{}, err

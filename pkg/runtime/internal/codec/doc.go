@@ -10,6 +10,10 @@
 // it; the decoder verifies it when it is non-zero and treats 0 as "not
 // computed", as the newest reference implementation does.
 //
+// On a shared (multiplexed) response connection every frame is preceded by
+// the big-endian uint64 id of the stream it belongs to
+// (AppendStreamMessage, ReadStreamMessage); the frame itself is unchanged.
+//
 // The functions are stateless and safe for concurrent use. Decoding errors
 // are ErrTooLarge, ErrChecksum and ErrTrailingData (match with errors.Is),
 // plus io.EOF when a stream ends cleanly between frames and
