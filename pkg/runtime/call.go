@@ -37,7 +37,11 @@ func (rt *DistributedRuntime) call(rc *Context, inst Instance, payload []byte, e
 	}
 	defer streams.release(p)
 
-	info, err := json.Marshal(tcpStreamInfo{Address: streams.advertise, Subject: p.subject, Context: rc.ID(), StreamType: streamTypeResponse})
+	si := tcpStreamInfo{Address: streams.advertise, Subject: p.subject, Context: rc.ID(), StreamType: streamTypeResponse}
+	if !rt.cfg.DisableResponseMux {
+		si.Mux = &muxInfo{Version: muxVersion, ServerID: streams.serverID, StreamID: p.id}
+	}
+	info, err := json.Marshal(si)
 	if err != nil {
 		return err
 	}
@@ -60,11 +64,11 @@ func (rt *DistributedRuntime) call(rc *Context, inst Instance, payload []byte, e
 		return sendError(inst, err)
 	}
 
-	var conn net.Conn
+	var st responseStream
 	timer := time.NewTimer(rt.cfg.CallHomeTimeout)
 	defer timer.Stop()
 	select {
-	case conn = <-p.ready:
+	case st = <-p.ready:
 	case <-p.gone.Done():
 		return NewError(TypeDisconnected, MsgNotEstablished)
 	case <-rc.Done():
@@ -72,44 +76,73 @@ func (rt *DistributedRuntime) call(rc *Context, inst Instance, payload []byte, e
 	case <-timer.C:
 		return NewError(TypeConnectionTimeout, "instance %x of %s did not call home within %s", inst.ID, inst.Endpoint, rt.cfg.CallHomeTimeout)
 	}
-	orphan := &orphanWatch{conn: conn, gone: p.gone, timeout: rt.cfg.OrphanedStreamTimeout}
-	return readStream(rc, conn, rt.cfg.MaxMessageSize, orphan, emit)
+	return readStream(rc, st, emit)
+}
+
+// responseStream is the caller's end of one established response stream:
+// a call-home connection of its own (connStream) or a stream on a shared
+// connection (muxStream).
+type responseStream interface {
+	// next returns the stream's next frame. Once the instance has left
+	// discovery it fails with errOrphaned after a silence of the orphan
+	// timeout; once rc is killed it fails promptly.
+	next(rc *Context) (codec.Message, error)
+	// ready reports whether next would return a frame without waiting
+	// for the network (see Context.OnStreamIdle).
+	ready() bool
+	// control sends a control frame ("stop", "kill") to the worker.
+	control(ctrl []byte)
+	// abort makes a pending next return, after a kill.
+	abort()
+	// close ends the caller's side. ended tells that the worker ended the
+	// stream itself (complete_final, an error prologue, a reset); if not,
+	// the worker is told to abandon it.
+	close(ended bool)
+}
+
+// errStreamReset is next's error after the worker abandoned a stream on
+// a shared connection ("reset"): the counterpart of a classic connection's
+// clean end.
+var errStreamReset = errors.New("runtime: stream reset by the worker")
+
+// errOrphaned is next's error for a stream that stayed silent for timeout
+// after its worker left discovery.
+type errOrphaned struct{ timeout time.Duration }
+
+func (e errOrphaned) Error() string {
+	return fmt.Sprintf("runtime: the worker left discovery and its stream was silent for %s", e.timeout)
 }
 
 // readStream consumes an established response stream. A goroutine owned by
-// this call forwards the caller's stop and kill to the worker, and, once
-// the worker has left discovery, lets the stream stay silent only for the
-// orphan timeout.
-func readStream(rc *Context, conn net.Conn, maxSize int, orphan *orphanWatch, emit func([]byte) error) error {
-	ctl := &controlWriter{conn: conn}
+// this call forwards the caller's stop and kill to the worker.
+func readStream(rc *Context, st responseStream, emit func([]byte) error) error {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		ctl.forward(rc, done)
+		forward(rc, st, done)
 	}()
-	stopWatch := orphan.watch()
+	ended := false // the worker ended the stream
 	idle := streamIdle(rc)
 	defer func() {
-		stopWatch()
 		close(done)
-		conn.Close()
+		st.close(ended)
 		wg.Wait()
 		idle()
 	}()
 
-	r := bufio.NewReader(conn)
-	first, err := codec.ReadMessage(r, maxSize)
+	first, err := st.next(rc)
 	if err != nil {
-		return orphan.endedEarly(rc, err)
+		ended = errors.Is(err, errStreamReset)
+		return endedEarly(rc, err)
 	}
-	orphan.heard()
 	var pro prologue
 	if err := json.Unmarshal(first.Header, &pro); err != nil {
 		return NewError(TypeUnknown, "runtime: bad response prologue: %v", err)
 	}
 	if pro.Error != nil {
+		ended = true
 		if pro.ErrorDetail != nil {
 			return pro.ErrorDetail
 		}
@@ -118,23 +151,23 @@ func readStream(rc *Context, conn net.Conn, maxSize int, orphan *orphanWatch, em
 
 	var firstErr error
 	for {
-		if !codec.FrameBuffered(r) {
+		if !st.ready() {
 			idle() // everything received so far is delivered
 		}
-		msg, err := codec.ReadMessage(r, maxSize)
+		msg, err := st.next(rc)
 		if err != nil {
+			ended = errors.Is(err, errStreamReset)
 			if rc.IsStopped() && !rc.IsKilled() {
 				return firstErr
 			}
-			return orphan.endedEarly(rc, err)
+			return endedEarly(rc, err)
 		}
-		orphan.heard()
 		if len(msg.Data) == 0 {
 			continue // a control frame ("sentinel") before complete_final: ignore
 		}
 		if item, ok := plainItem(msg.Data); ok {
 			if err := emit(item); err != nil {
-				ctl.send(ctrlKill)
+				st.control(ctrlKill)
 				return err
 			}
 			continue
@@ -146,6 +179,7 @@ func readStream(rc *Context, conn net.Conn, maxSize int, orphan *orphanWatch, em
 		}
 		switch {
 		case w.CompleteFinal:
+			ended = true
 			return firstErr
 		case w.Data == nil:
 			firstErr = cmpErr(firstErr, NewError(TypeUnknown, "runtime: response item with neither data nor complete_final"))
@@ -155,10 +189,29 @@ func readStream(rc *Context, conn net.Conn, maxSize int, orphan *orphanWatch, em
 			firstErr = cmpErr(firstErr, NewError(TypeUnknown, "%s", strings.Join(w.Data.Comment, "; ")))
 		case len(w.Data.Data) > 0:
 			if err := emit(w.Data.Data); err != nil {
-				ctl.send(ctrlKill)
+				st.control(ctrlKill)
 				return err
 			}
 		}
+	}
+}
+
+// forward sends "stop" when rc is stopped and "kill" (then aborts the
+// stream, which ends the reader) when rc is killed.
+func forward(rc *Context, st responseStream, done <-chan struct{}) {
+	select {
+	case <-rc.Stopped():
+	case <-done:
+		return
+	}
+	if !rc.IsKilled() {
+		st.control(ctrlStop)
+	}
+	select {
+	case <-rc.Killed():
+		st.control(ctrlKill)
+		st.abort()
+	case <-done:
 	}
 }
 
@@ -186,46 +239,63 @@ func cmpErr(first, next error) error {
 }
 
 // endedEarly maps a read failure before complete_final: the caller's own
-// kill, or a worker that went away.
+// kill, a silent orphan, or a worker that went away.
 func endedEarly(rc *Context, err error) error {
 	if rc.IsKilled() {
 		return context.Cause(rc)
 	}
+	var orphan errOrphaned
+	if errors.As(err, &orphan) {
+		return NewError(TypeDisconnected, "%s: the worker left discovery and its stream was silent for %s", MsgStreamEnded, orphan.timeout)
+	}
 	e := NewError(TypeDisconnected, MsgStreamEnded)
-	if !errors.Is(err, net.ErrClosed) && err != nil && err.Error() != "EOF" {
+	if err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, errStreamReset) && err.Error() != "EOF" {
 		e.Cause = &Error{Type: TypeUnknown, Message: err.Error()}
 	}
 	return e
 }
 
-// controlWriter writes control frames to the worker.
-type controlWriter struct {
-	mu   sync.Mutex
-	conn net.Conn
+// connStream is a response stream on a call-home connection of its own
+// (the classic protocol).
+type connStream struct {
+	conn    net.Conn
+	r       *bufio.Reader
+	maxSize int
+	orphan  *orphanWatch
+	unwatch func()
+
+	mu sync.Mutex // serializes control frames
 }
 
-func (c *controlWriter) send(ctrl []byte) {
+func newConnStream(conn net.Conn, maxSize int, p *pendingStream, orphanTimeout time.Duration) *connStream {
+	c := &connStream{conn: conn, r: bufio.NewReader(conn), maxSize: maxSize}
+	c.orphan = &orphanWatch{conn: conn, gone: p.gone, timeout: orphanTimeout}
+	c.unwatch = c.orphan.watch()
+	return c
+}
+
+func (c *connStream) next(*Context) (codec.Message, error) {
+	m, err := codec.ReadMessage(c.r, c.maxSize)
+	if err != nil {
+		return m, c.orphan.silent(err)
+	}
+	c.orphan.heard()
+	return m, nil
+}
+
+func (c *connStream) ready() bool { return codec.FrameBuffered(c.r) }
+
+func (c *connStream) control(ctrl []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_ = c.conn.SetWriteDeadline(time.Now().Add(time.Second))
 	_ = codec.WriteMessage(c.conn, codec.Message{Header: ctrl})
 }
 
-// forward sends "stop" when rc is stopped and "kill" (then closes the
-// connection, which ends the reader) when rc is killed.
-func (c *controlWriter) forward(rc *Context, done <-chan struct{}) {
-	select {
-	case <-rc.Stopped():
-	case <-done:
-		return
-	}
-	if !rc.IsKilled() {
-		c.send(ctrlStop)
-	}
-	select {
-	case <-rc.Killed():
-		c.send(ctrlKill)
-		c.conn.Close()
-	case <-done:
-	}
+// abort closes the connection, which ends a pending read.
+func (c *connStream) abort() { c.conn.Close() }
+
+func (c *connStream) close(bool) {
+	c.unwatch()
+	c.conn.Close()
 }

@@ -85,6 +85,21 @@ type Config struct {
 	// DYN_ORPHANED_STREAM_TIMEOUT_SECS; negative: wait for the connection
 	// to fail). A draining worker that keeps sending is never cut.
 	OrphanedStreamTimeout time.Duration
+	// DisableResponseMux turns off shared response connections
+	// (docs/protocol.md §7.8; DYN_TCP_RESPONSE_MUX=0): as a caller, this
+	// runtime does not offer them, and as a worker it answers every request
+	// with a connection of its own, as the classic protocol does. Peers
+	// negotiate per request, so either setting works with any peer.
+	DisableResponseMux bool
+	// ResponseStreamWindow is the flow-control window of one stream on a
+	// shared response connection, in bytes (default 256 KiB,
+	// DYN_TCP_RESPONSE_STREAM_WINDOW_BYTES): how far a worker may run ahead
+	// of the caller's consumer of that stream.
+	ResponseStreamWindow int
+	// ResponseMuxIdleTimeout is how long a worker keeps a shared response
+	// connection that carries no stream (default 60 s,
+	// DYN_TCP_RESPONSE_MUX_IDLE_TIMEOUT_SECS; negative: until shutdown).
+	ResponseMuxIdleTimeout time.Duration
 	// InhibitDuration is how long an instance that failed a call is skipped
 	// (default 5 s, DYN_RUNTIME_INHIBITED_DURATION_SECS; negative: until it
 	// re-registers).
@@ -155,6 +170,10 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.CallHomeTimeout, 60*time.Second)
 	def(&c.OrphanedStreamTimeout, 5*time.Second)
+	if c.ResponseStreamWindow == 0 {
+		c.ResponseStreamWindow = 256 << 10
+	}
+	def(&c.ResponseMuxIdleTimeout, 60*time.Second)
 	def(&c.InhibitDuration, 5*time.Second)
 	if c.WorkerPoolSize == 0 {
 		c.WorkerPoolSize = 1500
@@ -187,6 +206,9 @@ func (c Config) Validate() error {
 	}
 	if c.TCPPort < 0 || c.TCPPort > 65535 || c.ResponseStreamPort < 0 || c.ResponseStreamPort > 65535 {
 		return fmt.Errorf("runtime: tcp ports must be within 0..65535")
+	}
+	if c.ResponseStreamWindow < 0 {
+		return fmt.Errorf("runtime: response stream window %d: want > 0", c.ResponseStreamWindow)
 	}
 	if c.SystemPort < SystemPortDisabled || c.SystemPort > 65535 {
 		return fmt.Errorf("runtime: system port %d: want -1 (off) or 0..65535", c.SystemPort)

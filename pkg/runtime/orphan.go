@@ -43,10 +43,11 @@ func (o *orphanWatch) heard() {
 	}
 }
 
-// endedEarly maps a read failure: a silent orphan gets its own message.
-func (o *orphanWatch) endedEarly(rc *Context, err error) error {
-	if o != nil && o.left.Load() && errors.Is(err, os.ErrDeadlineExceeded) && !rc.IsKilled() {
-		return NewError(TypeDisconnected, "%s: the worker left discovery and its stream was silent for %s", MsgStreamEnded, o.timeout)
+// silent maps a read failure: a silent orphan's deadline becomes
+// errOrphaned.
+func (o *orphanWatch) silent(err error) error {
+	if o != nil && o.left.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+		return errOrphaned{o.timeout}
 	}
-	return endedEarly(rc, err)
+	return err
 }

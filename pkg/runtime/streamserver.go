@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,28 +44,46 @@ type instanceRef struct {
 // the worker calls home until the call ends.
 type pendingStream struct {
 	subject string
+	id      uint64 // stream id on a shared connection
 	inst    instanceRef
-	ready   chan net.Conn // receives the connection after the handshake
+	ready   chan responseStream // receives the stream once the worker opened it
 	// gone ends when the instance left discovery (a context, so that the
 	// established stream can react with context.AfterFunc, without a
-	// goroutine per call).
+	// goroutine per call); left is when, in Unix nanoseconds.
 	gone     context.Context
 	markGone context.CancelFunc
+	left     atomic.Int64
+}
+
+// leftAt returns when the instance left discovery (zero if it has not).
+func (p *pendingStream) leftAt() time.Time {
+	if ns := p.left.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // streamServer is the caller's TCP server that workers call home to. One
-// listener per process, started on first use.
+// listener per process, started on first use. It takes classic call-home
+// connections (one stream each) and shared connections (many streams,
+// streammux.go) on the same port.
 type streamServer struct {
-	ln        net.Listener
-	advertise string
-	maxSize   int
-	log       *slog.Logger
+	ln            net.Listener
+	advertise     string
+	serverID      string // names this server to workers that share connections
+	maxSize       int
+	window        int           // flow-control window of a stream on a shared connection
+	orphanTimeout time.Duration // Config.OrphanedStreamTimeout
+	log           *slog.Logger
+
+	nextID atomic.Uint64 // stream ids, from 1
 
 	mu          sync.Mutex
 	pending     map[string]*pendingStream // waiting for the worker to call home
 	established map[string]*pendingStream // connected, until the call ends
 	tombstones  map[instanceRef]time.Time
-	handshakes  map[net.Conn]struct{}
+	conns       map[net.Conn]struct{} // handshaking, or shared: this server reads them
+	shared      map[*muxConn]struct{}
 	wg          sync.WaitGroup
 }
 
@@ -74,15 +93,23 @@ func listenStreams(cfg Config, log *slog.Logger) (*streamServer, error) {
 		return nil, fmt.Errorf("runtime: response stream server: %w", err)
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	window := cfg.ResponseStreamWindow
+	if window <= 0 {
+		window = 256 << 10
+	}
 	return &streamServer{
-		ln:          ln,
-		advertise:   net.JoinHostPort(cfg.ResponseStreamHost, port),
-		maxSize:     cfg.MaxMessageSize,
-		log:         log,
-		pending:     make(map[string]*pendingStream),
-		established: make(map[string]*pendingStream),
-		tombstones:  make(map[instanceRef]time.Time),
-		handshakes:  make(map[net.Conn]struct{}),
+		ln:            ln,
+		advertise:     net.JoinHostPort(cfg.ResponseStreamHost, port),
+		serverID:      uuid.NewString(),
+		maxSize:       cfg.MaxMessageSize,
+		window:        window,
+		orphanTimeout: cfg.OrphanedStreamTimeout,
+		log:           log,
+		pending:       make(map[string]*pendingStream),
+		established:   make(map[string]*pendingStream),
+		tombstones:    make(map[instanceRef]time.Time),
+		conns:         make(map[net.Conn]struct{}),
+		shared:        make(map[*muxConn]struct{}),
 	}, nil
 }
 
@@ -91,7 +118,7 @@ func (s *streamServer) run(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
 	defer stop()
 	defer s.wg.Wait()
-	defer s.closeHandshakes()
+	defer s.closeConns()
 	var delay time.Duration
 	for {
 		conn, err := s.ln.Accept()
@@ -115,7 +142,7 @@ func (s *streamServer) run(ctx context.Context) error {
 			_ = tc.SetKeepAliveConfig(streamKeepAlive)
 		}
 		s.mu.Lock()
-		s.handshakes[conn] = struct{}{}
+		s.conns[conn] = struct{}{}
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go func() {
@@ -125,25 +152,26 @@ func (s *streamServer) run(ctx context.Context) error {
 	}
 }
 
-func (s *streamServer) closeHandshakes() {
+func (s *streamServer) closeConns() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for c := range s.handshakes {
+	for c := range s.conns {
 		c.Close()
 	}
 }
 
-// handshake reads the worker's first frame and hands the connection to the
-// pending stream it names.
+// handshake reads the worker's first frame. A classic handshake hands the
+// connection to the pending stream it names; a shared-connection
+// handshake makes this goroutine the connection's reader until it ends.
 func (s *streamServer) handshake(conn net.Conn) {
 	defer func() {
 		s.mu.Lock()
-		delete(s.handshakes, conn)
+		delete(s.conns, conn)
 		s.mu.Unlock()
 	}()
 	_ = conn.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	msg, err := codec.ReadMessage(conn, s.maxSize)
-	var hs handshake
+	var hs firstFrame
 	if err == nil {
 		err = json.Unmarshal(msg.Header, &hs)
 	}
@@ -153,6 +181,10 @@ func (s *streamServer) handshake(conn net.Conn) {
 		return
 	}
 	_ = conn.SetReadDeadline(time.Time{})
+	if hs.StreamType == streamTypeResponseMux {
+		s.serveShared(conn, hs)
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.pending[hs.Subject]
@@ -165,7 +197,28 @@ func (s *streamServer) handshake(conn net.Conn) {
 	s.established[hs.Subject] = p
 	// Hand over under the lock, so that release either sees the entry (and
 	// no connection comes) or finds the connection in ready and closes it.
-	p.ready <- conn // buffered; one connection per subject
+	p.ready <- newConnStream(conn, s.maxSize, p, s.orphanTimeout) // buffered; one connection per subject
+}
+
+// open establishes the pending stream that a shared connection's opening
+// frame names; it reports false if there is none (released, cancelled) or
+// the stream id does not match.
+func (s *streamServer) open(mc *muxConn, id uint64, hs handshake) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pending[hs.Subject]
+	if p == nil || p.id != id || hs.StreamType != streamTypeResponse {
+		s.log.Debug("runtime: stream opened for an unknown subject", "subject", hs.Subject, "stream_id", id)
+		return false
+	}
+	st := mc.add(id, p)
+	if st == nil {
+		return false // the connection failed meanwhile
+	}
+	delete(s.pending, hs.Subject)
+	s.established[hs.Subject] = p
+	p.ready <- st // buffered; see handshake
+	return true
 }
 
 // register creates a pending stream for a call to inst. It fails at once
@@ -181,8 +234,9 @@ func (s *streamServer) register(inst instanceRef) (*pendingStream, error) {
 	}
 	p := &pendingStream{
 		subject: uuid.NewString(),
+		id:      s.nextID.Add(1),
 		inst:    inst,
-		ready:   make(chan net.Conn, 1),
+		ready:   make(chan responseStream, 1),
 	}
 	p.gone, p.markGone = context.WithCancel(context.Background())
 	s.pending[p.subject] = p
@@ -198,8 +252,8 @@ func (s *streamServer) release(p *pendingStream) {
 	s.mu.Unlock()
 	p.markGone() // releases the context
 	select {
-	case c := <-p.ready:
-		c.Close()
+	case st := <-p.ready:
+		st.close(false)
 	default:
 	}
 }
@@ -210,11 +264,13 @@ func (s *streamServer) release(p *pendingStream) {
 func (s *streamServer) cancelInstance(inst instanceRef) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.tombstones[inst] = time.Now().Add(tombstoneTTL)
+	now := time.Now()
+	s.tombstones[inst] = now.Add(tombstoneTTL)
 	for _, m := range []map[string]*pendingStream{s.pending, s.established} {
 		for subj, p := range m {
 			if p.inst == inst {
 				delete(m, subj)
+				p.left.Store(now.UnixNano())
 				p.markGone()
 			}
 		}

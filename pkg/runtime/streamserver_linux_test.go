@@ -44,7 +44,8 @@ func TestResponseStreamKeepAlive(t *testing.T) {
 	}
 	var conn net.Conn
 	select {
-	case conn = <-p.ready:
+	case st := <-p.ready:
+		conn = st.(*connStream).conn
 	case <-time.After(5 * time.Second):
 		t.Fatal("the call-home connection was not handed over within 5s")
 	}

@@ -14,8 +14,13 @@ const (
 
 	codecJSON = "json"
 
-	streamTypeResponse = "response"
-	transportTCPServer = "tcp_server"
+	streamTypeResponse    = "response"
+	streamTypeResponseMux = "response_mux"
+	transportTCPServer    = "tcp_server"
+
+	// muxVersion is the version of the shared-connection protocol
+	// (docs/protocol.md §7.8) this runtime speaks.
+	muxVersion = 1
 )
 
 // requestControl is the JSON header of a request envelope
@@ -42,12 +47,52 @@ type tcpStreamInfo struct {
 	Subject    string `json:"subject"`
 	Context    string `json:"context"`
 	StreamType string `json:"stream_type"`
+	// Mux is our addition: the caller accepts the stream on a shared
+	// connection. Workers that do not know it ignore it.
+	Mux *muxInfo `json:"mux,omitempty"`
 }
 
-// handshake is the first frame a worker sends after dialling the caller.
+// muxInfo offers a shared response connection (docs/protocol.md §7.8).
+type muxInfo struct {
+	Version  int    `json:"version"`
+	ServerID string `json:"server_id"`
+	StreamID uint64 `json:"stream_id"`
+}
+
+// handshake is the first frame a worker sends after dialling the caller,
+// and the opening frame of each stream on a shared connection.
 type handshake struct {
 	Subject    string `json:"subject"`
 	StreamType string `json:"stream_type"`
+}
+
+// firstFrame is what the caller reads from the first frame of a
+// connection: a classic handshake or a shared-connection handshake.
+type firstFrame struct {
+	Subject    string `json:"subject"`
+	StreamType string `json:"stream_type"`
+	Version    int    `json:"version"`
+	ServerID   string `json:"server_id"`
+}
+
+// muxHello is the worker's handshake on a shared connection.
+type muxHello struct {
+	StreamType string `json:"stream_type"`
+	Version    int    `json:"version"`
+	ServerID   string `json:"server_id"`
+}
+
+// muxAccept is the caller's answer to a muxHello: the connection is
+// shared from now on, and every stream starts with Window bytes of credit.
+type muxAccept struct {
+	StreamType string `json:"stream_type"`
+	Version    int    `json:"version"`
+	Window     int64  `json:"window"`
+}
+
+// muxGrant returns flow-control credit for one stream (caller -> worker).
+type muxGrant struct {
+	Window int64 `json:"window"`
 }
 
 // prologue is the second frame: whether the handler started. ErrorDetail is
@@ -78,6 +123,9 @@ var (
 	ctrlStop     = []byte(`"stop"`)
 	ctrlKill     = []byte(`"kill"`)
 	ctrlSentinel = []byte(`"sentinel"`)
+	// ctrlReset: the worker abandons a stream on a shared connection (the
+	// counterpart of closing a classic one).
+	ctrlReset = []byte(`"reset"`)
 )
 
 var completeFinalFrame = []byte(`{"complete_final":true}`)

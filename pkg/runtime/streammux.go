@@ -1,0 +1,403 @@
+package runtime
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
+)
+
+// The caller's end of shared response connections (docs/protocol.md §7.8).
+//
+// One goroutine reads each shared connection (the one that read its
+// handshake) and hands every frame to its stream's queue; it never waits
+// for a consumer. The call reading a stream takes the frames from the
+// queue and returns flow-control credit to the worker as its consumer
+// takes them, so each queue holds at most about one window: a slow
+// consumer stalls only its own stream, at the worker.
+
+// errWindowOverrun fails a stream whose worker sent more than its credit.
+var errWindowOverrun = errors.New("flow-control window overrun")
+
+// muxConnReadBuffer is the read buffer of a shared connection: it carries
+// the frames of many streams, often several per write.
+const muxConnReadBuffer = 64 << 10
+
+// maxDeadIDs bounds the ids a shared connection remembers having killed.
+const maxDeadIDs = 4096
+
+// muxConn is the caller's end of one shared response connection.
+type muxConn struct {
+	s    *streamServer
+	conn net.Conn
+
+	wmu sync.Mutex // serializes writes
+
+	mu      sync.Mutex
+	streams map[uint64]*muxStream // open streams; nil once the connection failed
+	// dead holds ids this side killed whose end the worker has not sent
+	// yet: their frames are dropped without another kill.
+	dead map[uint64]struct{}
+}
+
+// serveShared accepts a shared connection whose handshake hs was read,
+// and reads it until it ends.
+func (s *streamServer) serveShared(conn net.Conn, hs firstFrame) {
+	defer conn.Close()
+	if hs.Version != muxVersion || hs.ServerID != s.serverID {
+		s.log.Debug("runtime: refused a shared response connection", "remote", conn.RemoteAddr(), "version", hs.Version, "server_id", hs.ServerID)
+		return
+	}
+	ack, _ := json.Marshal(muxAccept{StreamType: streamTypeResponseMux, Version: muxVersion, Window: int64(s.window)})
+	_ = conn.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+	if err := codec.WriteMessage(conn, codec.Message{Header: ack}); err != nil {
+		s.log.Debug("runtime: shared response connection failed in its handshake", "remote", conn.RemoteAddr(), "err", err)
+		return
+	}
+	_ = conn.SetWriteDeadline(time.Time{})
+	mc := &muxConn{s: s, conn: conn, streams: make(map[uint64]*muxStream), dead: make(map[uint64]struct{})}
+	s.mu.Lock()
+	s.shared[mc] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.shared, mc)
+		s.mu.Unlock()
+	}()
+	mc.read()
+}
+
+// sharedConns returns how many shared connections the server holds.
+func (s *streamServer) sharedConns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.shared)
+}
+
+// read dispatches the connection's frames until it fails.
+func (mc *muxConn) read() {
+	r := bufio.NewReaderSize(mc.conn, muxConnReadBuffer)
+	for {
+		id, m, err := codec.ReadStreamMessage(r, mc.s.maxSize)
+		if err != nil {
+			mc.fail(err)
+			return
+		}
+		if id == 0 {
+			continue // reserved for the connection; nothing in version 1
+		}
+		mc.mu.Lock()
+		st := mc.streams[id]
+		mc.mu.Unlock()
+		if st != nil {
+			st.deliver(m)
+			continue
+		}
+		mc.unknown(id, m)
+	}
+}
+
+// unknown handles a frame for an id with no open stream: an opening
+// frame, or a frame of a stream this side has given up.
+func (mc *muxConn) unknown(id uint64, m codec.Message) {
+	if len(m.Data) == 0 && isStreamEnd(m.Header) {
+		mc.mu.Lock()
+		delete(mc.dead, id)
+		mc.mu.Unlock()
+		return
+	}
+	mc.mu.Lock()
+	_, dead := mc.dead[id]
+	mc.mu.Unlock()
+	if dead {
+		return
+	}
+	var hs handshake
+	if len(m.Data) == 0 && len(m.Header) > 0 && m.Header[0] == '{' && json.Unmarshal(m.Header, &hs) == nil && hs.Subject != "" {
+		if mc.s.open(mc, id, hs) {
+			return
+		}
+	}
+	mc.kill(id)
+}
+
+// isStreamEnd reports whether a header-only frame ends a stream for the
+// worker: the sentinel, a reset, or an error prologue.
+func isStreamEnd(h []byte) bool {
+	return bytes.Equal(h, ctrlSentinel) || bytes.Equal(h, ctrlReset) ||
+		(bytes.HasPrefix(h, []byte(`{"error":`)) && !bytes.HasPrefix(h, []byte(`{"error":null`)))
+}
+
+// add opens a stream for p on the connection; nil if it has failed.
+func (mc *muxConn) add(id uint64, p *pendingStream) *muxStream {
+	st := &muxStream{
+		mc:      mc,
+		id:      id,
+		p:       p,
+		window:  int64(mc.s.window),
+		limit:   int64(mc.s.window) + int64(mc.s.maxSize) + 128,
+		timeout: mc.s.orphanTimeout,
+		signal:  make(chan struct{}, 1),
+		heard:   time.Now(),
+	}
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	if mc.streams == nil {
+		return nil
+	}
+	if _, dup := mc.streams[id]; dup {
+		return nil
+	}
+	mc.streams[id] = st
+	return st
+}
+
+// remove forgets stream id; killed records that this side killed it.
+func (mc *muxConn) remove(id uint64, killed bool) {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	if mc.streams == nil {
+		return
+	}
+	delete(mc.streams, id)
+	if killed {
+		if len(mc.dead) >= maxDeadIDs {
+			clear(mc.dead) // a worker that never ends its streams
+		}
+		mc.dead[id] = struct{}{}
+	}
+}
+
+// kill tells the worker to abandon stream id, which this side does not
+// know; later frames for it are dropped.
+func (mc *muxConn) kill(id uint64) {
+	mc.mu.Lock()
+	if mc.streams == nil {
+		mc.mu.Unlock()
+		return
+	}
+	if len(mc.dead) >= maxDeadIDs {
+		clear(mc.dead)
+	}
+	mc.dead[id] = struct{}{}
+	mc.mu.Unlock()
+	mc.send(id, ctrlKill)
+}
+
+// send writes one header-only frame for stream id. Like the classic
+// control frames it gives up after a second: the worker reads its
+// connection at all times, so only a dead connection takes longer. A
+// failed write may have left part of a frame, so it closes the
+// connection (its reader then fails every stream on it).
+func (mc *muxConn) send(id uint64, header []byte) {
+	buf := codec.AppendStreamMessage(make([]byte, 0, codec.StreamIDSize+codec.PrefixSize+len(header)), id, codec.Message{Header: header})
+	mc.wmu.Lock()
+	defer mc.wmu.Unlock()
+	_ = mc.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	if _, err := mc.conn.Write(buf); err != nil {
+		mc.conn.Close()
+	}
+}
+
+// fail ends every stream of the connection with err: the connection
+// broke or ended.
+func (mc *muxConn) fail(err error) {
+	mc.mu.Lock()
+	streams := mc.streams
+	mc.streams = nil
+	mc.mu.Unlock()
+	for _, st := range streams {
+		st.fail(err)
+	}
+	mc.conn.Close()
+}
+
+// muxStream is one stream on a shared connection, from the opening frame
+// until the call ends.
+type muxStream struct {
+	mc      *muxConn
+	id      uint64
+	p       *pendingStream
+	window  int64
+	limit   int64         // queued bytes beyond which the worker overran its credit
+	timeout time.Duration // orphan bound (<= 0: none)
+	signal  chan struct{} // a frame or a failure arrived
+
+	mu       sync.Mutex
+	queue    []codec.Message
+	head     int
+	queued   int64     // bytes in queue
+	consumed int64     // bytes taken since the last grant
+	heard    time.Time // the last frame from the worker
+	err      error     // the stream ended (after the queue drains)
+
+	killSent atomic.Bool
+	orphan   *time.Timer
+}
+
+// frameCost is what a frame costs its stream's credit: its encoded size,
+// stream id included.
+func frameCost(m codec.Message) int64 {
+	return int64(codec.StreamIDSize + m.Size())
+}
+
+// deliver queues a frame from the connection's reader; it never blocks.
+func (st *muxStream) deliver(m codec.Message) {
+	st.mu.Lock()
+	if st.err != nil {
+		st.mu.Unlock()
+		return
+	}
+	st.heard = time.Now()
+	if len(m.Data) == 0 && bytes.Equal(m.Header, ctrlReset) {
+		st.err = errStreamReset
+	} else {
+		st.queued += frameCost(m)
+		if st.queued > st.limit {
+			st.err = errWindowOverrun
+			st.queue, st.head, st.queued = nil, 0, 0
+		} else {
+			st.queue = append(st.queue, m)
+		}
+	}
+	overrun := st.err == errWindowOverrun
+	st.mu.Unlock()
+	st.wake()
+	if overrun {
+		st.mc.remove(st.id, true)
+		st.sendKill()
+	}
+}
+
+func (st *muxStream) wake() {
+	select {
+	case st.signal <- struct{}{}:
+	default:
+	}
+}
+
+// fail ends the stream with err once the frames before it are taken.
+func (st *muxStream) fail(err error) {
+	st.mu.Lock()
+	if st.err == nil {
+		st.err = err
+	}
+	st.mu.Unlock()
+	st.wake()
+}
+
+func (st *muxStream) ready() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.head < len(st.queue)
+}
+
+func (st *muxStream) next(rc *Context) (codec.Message, error) {
+	for {
+		st.mu.Lock()
+		if st.head < len(st.queue) {
+			m := st.queue[st.head]
+			st.queue[st.head] = codec.Message{}
+			if st.head++; st.head == len(st.queue) {
+				st.queue, st.head = st.queue[:0], 0
+			}
+			cost := frameCost(m)
+			st.queued -= cost
+			st.consumed += cost
+			var grant int64
+			if st.consumed >= st.window/2 {
+				grant, st.consumed = st.consumed, 0
+			}
+			st.mu.Unlock()
+			if grant > 0 {
+				st.grant(grant)
+			}
+			return m, nil
+		}
+		if err := st.err; err != nil {
+			st.mu.Unlock()
+			return codec.Message{}, err
+		}
+		heard := st.heard
+		st.mu.Unlock()
+
+		// Once the instance left discovery, the stream may stay silent
+		// only for the orphan timeout.
+		var gone <-chan struct{}
+		var silence <-chan time.Time
+		if st.timeout > 0 {
+			left := st.p.leftAt()
+			if left.IsZero() && st.p.gone.Err() != nil {
+				left = time.Now() // released: not expected while reading
+			}
+			if !left.IsZero() {
+				wait := time.Until(later(left, heard).Add(st.timeout))
+				if wait <= 0 {
+					return codec.Message{}, errOrphaned{st.timeout}
+				}
+				if st.orphan == nil {
+					st.orphan = time.NewTimer(wait)
+				} else {
+					st.orphan.Reset(wait)
+				}
+				silence = st.orphan.C
+			} else {
+				gone = st.p.gone.Done()
+			}
+		}
+		select {
+		case <-st.signal:
+		case <-rc.Killed():
+			return codec.Message{}, context.Cause(rc)
+		case <-gone:
+		case <-silence:
+		}
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func (st *muxStream) grant(n int64) {
+	hdr, _ := json.Marshal(muxGrant{Window: n})
+	st.mc.send(st.id, hdr)
+}
+
+// sendKill tells the worker to abandon the stream, once.
+func (st *muxStream) sendKill() {
+	if st.killSent.CompareAndSwap(false, true) {
+		st.mc.send(st.id, ctrlKill)
+	}
+}
+
+func (st *muxStream) control(ctrl []byte) {
+	if bytes.Equal(ctrl, ctrlKill) {
+		st.sendKill()
+		return
+	}
+	st.mc.send(st.id, ctrl)
+}
+
+// abort needs to do nothing: next watches the kill itself.
+func (st *muxStream) abort() {}
+
+func (st *muxStream) close(ended bool) {
+	if st.orphan != nil {
+		st.orphan.Stop()
+	}
+	st.mc.remove(st.id, !ended)
+	if !ended {
+		st.sendKill()
+	}
+}
