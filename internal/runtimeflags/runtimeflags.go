@@ -54,6 +54,9 @@ const EnvHelp = `Runtime environment:
   DYN_TCP_RESPONSE_STREAM_HOST, DYN_TCP_RESPONSE_STREAM_PORT  same for response streams
   DYN_TCP_CONNECT_TIMEOUT, DYN_TCP_REQUEST_TIMEOUT  seconds (5, 5)
   DYN_TCP_MAX_MESSAGE_SIZE            bytes (33554432)
+  DYN_TCP_RESPONSE_MUX                share one response connection per caller among streams (1; 0 = a connection per stream)
+  DYN_TCP_RESPONSE_STREAM_WINDOW_BYTES  flow-control window of a stream on a shared response connection (262144)
+  DYN_TCP_RESPONSE_MUX_IDLE_TIMEOUT_SECS  close a shared response connection idle this long (60)
   DYN_TCP_WORKER_POOL_SIZE            concurrent requests per endpoint (1500)
   DYN_RUNTIME_INHIBITED_DURATION_SECS skip a failed instance this long (5; 0 = until it re-registers)
   DYN_ORPHANED_STREAM_TIMEOUT_SECS    a stream whose worker left discovery may stay silent this long (5; 0 = no bound)
@@ -67,29 +70,32 @@ const EnvHelp = `Runtime environment:
 func (f *Flags) Config() (runtime.Config, error) {
 	p := parser{env: f.env}
 	cfg := runtime.Config{
-		Discovery:          *f.discovery,
-		RequestPlane:       *f.plane,
-		EtcdUsername:       f.env("ETCD_AUTH_USERNAME"),
-		EtcdPassword:       f.env("ETCD_AUTH_PASSWORD"),
-		LeaseTTL:           p.seconds("ETCD_LEASE_TTL"),
-		ConnectTimeout:     p.seconds("ETCD_STARTUP_CONNECT_TIMEOUT_SECONDS"),
-		FileDir:            f.env("DYN_FILE_KV"),
-		NATSServer:         f.env("NATS_SERVER"),
-		NATSRequestTimeout: p.seconds("DYN_NATS_REQUEST_TIMEOUT_SECS"),
-		TCPHost:            f.env("DYN_TCP_RPC_HOST"),
-		TCPPort:            p.int("DYN_TCP_RPC_PORT", 0),
-		ResponseStreamHost: f.env("DYN_TCP_RESPONSE_STREAM_HOST"),
-		ResponseStreamPort: p.int("DYN_TCP_RESPONSE_STREAM_PORT", 0),
-		TCPConnectTimeout:  p.seconds("DYN_TCP_CONNECT_TIMEOUT"),
-		TCPAckTimeout:      p.seconds("DYN_TCP_REQUEST_TIMEOUT"),
-		MaxMessageSize:     p.int("DYN_TCP_MAX_MESSAGE_SIZE", 0),
-		WorkerPoolSize:     p.int("DYN_TCP_WORKER_POOL_SIZE", 0),
-		DrainTimeout:       p.seconds("DYN_RUNTIME_GRACEFUL_SHUTDOWN_TIMEOUT_SECS"),
-		SystemPort:         p.int("DYN_SYSTEM_PORT", runtime.SystemPortDisabled),
-		SystemHost:         f.env("DYN_SYSTEM_HOST"),
-		HealthPath:         f.env("DYN_SYSTEM_HEALTH_PATH"),
-		LivePath:           f.env("DYN_SYSTEM_LIVE_PATH"),
-		StartReady:         f.env("DYN_SYSTEM_STARTING_HEALTH_STATUS") == "ready",
+		Discovery:              *f.discovery,
+		RequestPlane:           *f.plane,
+		EtcdUsername:           f.env("ETCD_AUTH_USERNAME"),
+		EtcdPassword:           f.env("ETCD_AUTH_PASSWORD"),
+		LeaseTTL:               p.seconds("ETCD_LEASE_TTL"),
+		ConnectTimeout:         p.seconds("ETCD_STARTUP_CONNECT_TIMEOUT_SECONDS"),
+		FileDir:                f.env("DYN_FILE_KV"),
+		NATSServer:             f.env("NATS_SERVER"),
+		NATSRequestTimeout:     p.seconds("DYN_NATS_REQUEST_TIMEOUT_SECS"),
+		TCPHost:                f.env("DYN_TCP_RPC_HOST"),
+		TCPPort:                p.int("DYN_TCP_RPC_PORT", 0),
+		ResponseStreamHost:     f.env("DYN_TCP_RESPONSE_STREAM_HOST"),
+		ResponseStreamPort:     p.int("DYN_TCP_RESPONSE_STREAM_PORT", 0),
+		TCPConnectTimeout:      p.seconds("DYN_TCP_CONNECT_TIMEOUT"),
+		TCPAckTimeout:          p.seconds("DYN_TCP_REQUEST_TIMEOUT"),
+		MaxMessageSize:         p.int("DYN_TCP_MAX_MESSAGE_SIZE", 0),
+		DisableResponseMux:     !p.bool("DYN_TCP_RESPONSE_MUX", true),
+		ResponseStreamWindow:   p.int("DYN_TCP_RESPONSE_STREAM_WINDOW_BYTES", 0),
+		ResponseMuxIdleTimeout: p.seconds("DYN_TCP_RESPONSE_MUX_IDLE_TIMEOUT_SECS"),
+		WorkerPoolSize:         p.int("DYN_TCP_WORKER_POOL_SIZE", 0),
+		DrainTimeout:           p.seconds("DYN_RUNTIME_GRACEFUL_SHUTDOWN_TIMEOUT_SECS"),
+		SystemPort:             p.int("DYN_SYSTEM_PORT", runtime.SystemPortDisabled),
+		SystemHost:             f.env("DYN_SYSTEM_HOST"),
+		HealthPath:             f.env("DYN_SYSTEM_HEALTH_PATH"),
+		LivePath:               f.env("DYN_SYSTEM_LIVE_PATH"),
+		StartReady:             f.env("DYN_SYSTEM_STARTING_HEALTH_STATUS") == "ready",
 	}
 	cfg.EtcdTLS = runtime.TLSFiles{
 		CAFile:   f.env("ETCD_AUTH_CA"),
@@ -154,6 +160,19 @@ func (p *parser) int(name string, def int) int {
 		return def
 	}
 	return n
+}
+
+func (p *parser) bool(name string, def bool) bool {
+	v := p.env(name)
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		p.errs = append(p.errs, fmt.Sprintf("%s=%q: want 1 or 0", name, v))
+		return def
+	}
+	return b
 }
 
 // seconds reads a number of seconds ("2", "0.5") or a Go duration ("500ms").

@@ -47,6 +47,26 @@ func TestOrphanedStreamTimeoutZeroMeansNoBound(t *testing.T) {
 	}
 }
 
+func TestResponseMuxVariables(t *testing.T) {
+	cfg, err := parse(t, nil)
+	if err != nil || cfg.DisableResponseMux {
+		t.Fatalf("default: DisableResponseMux %v, %v; want response mux on", cfg.DisableResponseMux, err)
+	}
+	cfg, err = parse(t, map[string]string{
+		"DYN_TCP_RESPONSE_MUX": "0", "DYN_TCP_RESPONSE_STREAM_WINDOW_BYTES": "65536",
+		"DYN_TCP_RESPONSE_MUX_IDLE_TIMEOUT_SECS": "5",
+	})
+	if err != nil || !cfg.DisableResponseMux || cfg.ResponseStreamWindow != 65536 || cfg.ResponseMuxIdleTimeout != 5*time.Second {
+		t.Fatalf("cfg = %+v, %v", cfg, err)
+	}
+	if cfg, err := parse(t, map[string]string{"DYN_TCP_RESPONSE_MUX": "1"}); err != nil || cfg.DisableResponseMux {
+		t.Fatalf("DYN_TCP_RESPONSE_MUX=1: DisableResponseMux %v, %v", cfg.DisableResponseMux, err)
+	}
+	if _, err := parse(t, map[string]string{"DYN_TCP_RESPONSE_MUX": "maybe"}); err == nil || !strings.Contains(err.Error(), "DYN_TCP_RESPONSE_MUX") {
+		t.Fatalf("DYN_TCP_RESPONSE_MUX=maybe: err = %v", err)
+	}
+}
+
 func TestBadValuesAreReportedTogether(t *testing.T) {
 	_, err := parse(t, map[string]string{"DYN_SYSTEM_PORT": "x", "DYN_TCP_REQUEST_TIMEOUT": "soon"})
 	if err == nil || !strings.Contains(err.Error(), "DYN_SYSTEM_PORT") || !strings.Contains(err.Error(), "DYN_TCP_REQUEST_TIMEOUT") {

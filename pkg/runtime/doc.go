@@ -22,7 +22,11 @@
 //   - Response streams: the worker dials back ("calls home") to the
 //     caller's TCP server and streams two-part frames: handshake, prologue,
 //     data, complete_final, sentinel. The caller's Stop and Kill travel the
-//     other way on the same connection.
+//     other way on the same connection. When both sides support it
+//     (negotiated per request; Config.DisableResponseMux turns it off), a
+//     worker carries all its streams to one caller over one shared
+//     connection, each frame tagged with its stream id, with per-stream
+//     flow control: a slow consumer stalls only its own stream.
 //
 // docs/protocol.md describes the wire format in full.
 //

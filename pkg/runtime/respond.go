@@ -20,16 +20,32 @@ var ErrCallerGone = NewError(TypeDisconnected, "caller closed the response strea
 // the connection after the final frames.
 const postSentinelWait = 10 * time.Second
 
-// responder is the worker's end of one response stream.
+// responseOut is the worker's end of one response stream: a call-home
+// connection of its own (connOut) or a stream on a shared connection
+// (muxOut).
+type responseOut interface {
+	// write sends one frame of the stream and returns its size on the
+	// wire. On a shared connection it may wait for flow-control credit,
+	// until the request is killed.
+	write(m codec.Message) (int, error)
+	// handlerDone is called when the handler returned, before the final
+	// frames.
+	handlerDone()
+	// close ends the stream after the final frames; ended tells whether
+	// they ended it (sentinel or error prologue) or the request was
+	// killed.
+	close(ended bool)
+}
+
+// responder writes the frames of one response stream.
 type responder struct {
-	conn    net.Conn
+	out     responseOut
 	rc      *Context
 	metrics *endpointMetrics
 	maxSize int // largest frame the caller accepts
 
 	mu        sync.Mutex
 	started   bool // the prologue was sent
-	buf       []byte
 	firstSent time.Time
 	received  time.Time
 }
@@ -52,18 +68,43 @@ func dialCaller(ctx context.Context, info tcpStreamInfo, timeout time.Duration) 
 	return conn, nil
 }
 
+// connOut is a response stream on a call-home connection of its own (the
+// classic protocol). A goroutine reads the caller's control frames.
+type connOut struct {
+	conn       net.Conn
+	rc         *Context
+	hard       <-chan struct{} // the endpoint's kill switch
+	buf        []byte
+	finished   chan struct{} // the handler returned
+	readerDone chan struct{}
+}
+
+// openConn calls home for one request and starts reading control frames.
+func openConn(rc *Context, info tcpStreamInfo, timeout time.Duration, hard <-chan struct{}) (*connOut, error) {
+	conn, err := dialCaller(rc, info, timeout)
+	if err != nil {
+		return nil, err
+	}
+	o := &connOut{conn: conn, rc: rc, hard: hard, finished: make(chan struct{}), readerDone: make(chan struct{})}
+	go func() {
+		defer close(o.readerDone)
+		o.readControl()
+	}()
+	return o, nil
+}
+
 // readControl applies the caller's control messages to rc until the
 // connection ends. A connection that ends before the stream finished means
 // the caller is gone: rc is killed.
-func (r *responder) readControl(finished <-chan struct{}) {
-	br := bufio.NewReader(r.conn)
+func (o *connOut) readControl() {
+	br := bufio.NewReader(o.conn)
 	for {
 		msg, err := codec.ReadMessage(br, maxControlHeader)
 		if err != nil {
 			select {
-			case <-finished:
+			case <-o.finished:
 			default:
-				r.rc.kill(ErrCallerGone)
+				o.rc.kill(ErrCallerGone)
 			}
 			return
 		}
@@ -73,20 +114,41 @@ func (r *responder) readControl(finished <-chan struct{}) {
 		}
 		switch ctrl {
 		case "stop":
-			r.rc.Stop()
+			o.rc.Stop()
 		case "kill":
-			r.rc.Kill()
+			o.rc.Kill()
 		}
 	}
 }
 
+func (o *connOut) write(m codec.Message) (int, error) {
+	o.buf = codec.AppendMessage(o.buf[:0], m)
+	_, err := o.conn.Write(o.buf)
+	return len(o.buf), err
+}
+
+func (o *connOut) handlerDone() { close(o.finished) }
+
+func (o *connOut) close(bool) {
+	if !o.rc.IsKilled() {
+		// Give the caller a moment to close its end cleanly.
+		select {
+		case <-o.readerDone:
+		case <-time.After(postSentinelWait):
+		case <-o.hard:
+		}
+	}
+	o.conn.Close()
+	<-o.readerDone
+}
+
 func (r *responder) write(m codec.Message) error {
-	r.buf = codec.AppendMessage(r.buf[:0], m)
-	if _, err := r.conn.Write(r.buf); err != nil {
+	n, err := r.out.write(m)
+	if err != nil {
 		r.rc.kill(ErrCallerGone)
 		return fmt.Errorf("runtime: response stream: %w", err)
 	}
-	r.metrics.responseBytes.Add(float64(len(r.buf)))
+	r.metrics.responseBytes.Add(float64(n))
 	return nil
 }
 
@@ -131,31 +193,31 @@ func (r *responder) emit(item []byte) error {
 	return nil
 }
 
-// finish ends the stream after the handler returned herr.
-func (r *responder) finish(herr error) {
+// finish ends the stream after the handler returned herr. It reports
+// whether the frames it sent ended the stream (sentinel, error prologue).
+func (r *responder) finish(herr error) (ended bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.rc.IsKilled() {
-		return // the caller is gone or asked to abandon: no final frames
+		return false // the caller is gone or asked to abandon: no final frames
 	}
 	if herr != nil {
 		if !r.started {
 			r.metrics.errors.WithLabelValues("generate").Inc()
-			_ = r.prologue(AsError(herr))
-			return
+			return r.prologue(AsError(herr)) == nil
 		}
 		frame, _ := errorFrame(AsError(herr))
 		if r.write(codec.Message{Data: frame}) != nil {
-			return
+			return false
 		}
 	} else if !r.started {
 		if r.prologue(nil) != nil {
-			return
+			return false
 		}
 	}
 	if err := r.write(codec.Message{Data: completeFinalFrame}); err != nil {
 		r.metrics.errors.WithLabelValues("publish_final").Inc()
-		return
+		return false
 	}
-	_ = r.write(codec.Message{Header: ctrlSentinel})
+	return r.write(codec.Message{Header: ctrlSentinel}) == nil
 }

@@ -41,6 +41,7 @@ type DistributedRuntime struct {
 	store    discovery.Store
 	nc       *nats.Conn
 	plane    requestPlane
+	mux      *muxPool // this worker's shared response connections
 	bg       *background
 	registry *prometheus.Registry
 	metrics  *metrics
@@ -82,6 +83,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*DistributedRuntime, error
 		cfg:      cfg,
 		log:      log,
 		bg:       newBackground(log),
+		mux:      newMuxPool(cfg, log),
 		registry: reg,
 		metrics:  m,
 		health:   newHealth(cfg.StartReady),
@@ -256,6 +258,7 @@ func (rt *DistributedRuntime) Close() error {
 	rt.closeOnce.Do(func() {
 		rt.beginShutdown()
 		rt.bg.stop()
+		rt.mux.close()
 		errs := []error{rt.plane.close(), rt.store.Close()}
 		if rt.nc != nil {
 			rt.nc.Close()

@@ -237,33 +237,27 @@ func (s *servedEndpoint) handle(id string, info tcpStreamInfo, payload []byte, r
 	defer s.done(received)
 	rc := NewContext(s.hardCtx, id)
 	defer rc.Release()
-	conn, err := dialCaller(rc, info, s.rt.cfg.TCPConnectTimeout)
+	out, err := s.openStream(rc, info)
 	if err != nil {
 		s.metrics.errors.WithLabelValues("response_stream").Inc()
 		s.rt.log.Warn("runtime: cannot call home", "request_id", id, "address", info.Address, "err", err)
 		return
 	}
-	r := &responder{conn: conn, rc: rc, metrics: s.metrics, maxSize: s.rt.cfg.MaxMessageSize, received: received}
-	finished := make(chan struct{})
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		r.readControl(finished)
-	}()
-
+	r := &responder{out: out, rc: rc, metrics: s.metrics, maxSize: s.rt.cfg.MaxMessageSize, received: received}
 	herr := s.h.Handle(rc, payload, r.emit)
-	close(finished)
-	r.finish(herr)
-	if !rc.IsKilled() {
-		// Give the caller a moment to close its end cleanly.
-		select {
-		case <-readerDone:
-		case <-time.After(postSentinelWait):
-		case <-s.hardCtx.Done():
-		}
+	out.handlerDone()
+	out.close(r.finish(herr))
+}
+
+// openStream opens the request's response stream: on the shared
+// connection to the caller when the caller offers one in a version this
+// runtime speaks (and sharing is not disabled), else on a connection of
+// its own.
+func (s *servedEndpoint) openStream(rc *Context, info tcpStreamInfo) (responseOut, error) {
+	if m := info.Mux; m != nil && m.Version == muxVersion && m.StreamID != 0 && m.ServerID != "" && !s.rt.cfg.DisableResponseMux {
+		return s.rt.mux.open(rc, info)
 	}
-	conn.Close()
-	<-readerDone
+	return openConn(rc, info, s.rt.cfg.TCPConnectTimeout, s.hardCtx.Done())
 }
 
 func (s *servedEndpoint) done(received time.Time) {

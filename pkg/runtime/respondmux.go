@@ -1,0 +1,497 @@
+package runtime
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
+)
+
+// The worker's end of shared response connections (docs/protocol.md
+// §7.8): one connection per caller (address and server id), dialled when
+// the first request needs it, closed when idle, dialled again on demand.
+
+// errLinkClosed is the write error of a shared connection that was closed
+// (idle, shut down, or failed).
+var errLinkClosed = errors.New("runtime: shared response connection closed")
+
+// errLinkDead makes open try another connection: the one it found was
+// closing.
+var errLinkDead = errors.New("runtime: shared response connection is closing")
+
+// maxSpareWriteBuffer bounds the write buffer a shared connection keeps
+// between writes (one huge item must not pin its buffer).
+const maxSpareWriteBuffer = 1 << 20
+
+// muxPool holds the worker's shared response connections. It starts one
+// goroutine per connection (dial, then read) and stops them in close.
+type muxPool struct {
+	connectTimeout time.Duration
+	idleTimeout    time.Duration
+	log            *slog.Logger
+
+	ctx    context.Context // ends in close: aborts dials
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	links  map[muxKey]*muxLink
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// muxKey names a caller: its response-stream address and server id.
+type muxKey struct{ addr, serverID string }
+
+func newMuxPool(cfg Config, log *slog.Logger) *muxPool {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &muxPool{
+		connectTimeout: cfg.TCPConnectTimeout,
+		idleTimeout:    cfg.ResponseMuxIdleTimeout,
+		log:            log,
+		ctx:            ctx,
+		cancel:         cancel,
+		links:          make(map[muxKey]*muxLink),
+	}
+}
+
+// open opens the stream the caller offered in info on the shared
+// connection to that caller, dialling it if there is none.
+func (p *muxPool) open(rc *Context, info tcpStreamInfo) (*muxOut, error) {
+	key := muxKey{info.Address, info.Mux.ServerID}
+	for attempt := 0; ; attempt++ {
+		l, err := p.link(rc, key)
+		if err != nil {
+			return nil, err
+		}
+		o, err := l.open(rc, info.Mux.StreamID, info.Subject)
+		if errors.Is(err, errLinkDead) && attempt < 2 {
+			continue // it closed under us (idle, failed): dial another
+		}
+		return o, err
+	}
+}
+
+// link returns the connection to key, once it is usable.
+func (p *muxPool) link(rc *Context, key muxKey) (*muxLink, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrRuntimeClosed
+	}
+	l := p.links[key]
+	if l == nil {
+		l = &muxLink{pool: p, key: key, ready: make(chan struct{}), streams: make(map[uint64]*muxOut)}
+		l.w.flushed.L = &l.w.mu
+		l.w.onErr = l.fail
+		p.links[key] = l
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			l.run()
+		}()
+	}
+	p.mu.Unlock()
+	select {
+	case <-l.ready:
+	case <-rc.Done():
+		return nil, context.Cause(rc)
+	}
+	if l.err != nil {
+		return nil, l.err
+	}
+	return l, nil
+}
+
+// forget removes l from the pool if it is still the connection to its
+// caller.
+func (p *muxPool) forget(l *muxLink) {
+	p.mu.Lock()
+	if p.links[l.key] == l {
+		delete(p.links, l.key)
+	}
+	p.mu.Unlock()
+}
+
+// size returns how many shared connections are open or being dialled.
+func (p *muxPool) size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.links)
+}
+
+// close closes every connection (their streams' requests are killed) and
+// waits for their goroutines.
+func (p *muxPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	links := make([]*muxLink, 0, len(p.links))
+	for _, l := range p.links {
+		links = append(links, l)
+	}
+	p.mu.Unlock()
+	p.cancel()
+	for _, l := range links {
+		l.fail(errLinkClosed)
+	}
+	p.wg.Wait()
+}
+
+// muxLink is the worker's end of one shared connection.
+type muxLink struct {
+	pool *muxPool
+	key  muxKey
+
+	ready  chan struct{} // closed once dialled (or failed: err)
+	err    error
+	conn   net.Conn
+	window int64 // every stream's initial credit, from the caller
+
+	w linkWriter
+
+	mu       sync.Mutex
+	streams  map[uint64]*muxOut // nil once failed
+	dead     bool               // takes no new streams
+	idle     *time.Timer
+	failOnce sync.Once
+}
+
+// run dials the caller, then reads its control frames until the
+// connection ends.
+func (l *muxLink) run() {
+	p := l.pool
+	conn, window, err := dialShared(p.ctx, l.key, p.connectTimeout)
+	if err == nil {
+		l.mu.Lock()
+		if l.dead { // the pool closed meanwhile
+			err = errLinkClosed
+			conn.Close()
+		} else {
+			l.conn, l.window, l.w.conn = conn, window, conn
+		}
+		l.mu.Unlock()
+	}
+	if err != nil {
+		l.err = fmt.Errorf("runtime: shared response connection to %s: %w", l.key.addr, err)
+		p.forget(l)
+		l.mu.Lock()
+		l.dead, l.streams = true, nil
+		l.mu.Unlock()
+		close(l.ready)
+		return
+	}
+	close(l.ready)
+	l.read()
+}
+
+// dialShared dials a caller and makes the connection shared (§7.8.2). It
+// returns the caller's per-stream window.
+func dialShared(ctx context.Context, key muxKey, timeout time.Duration) (net.Conn, int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	d := net.Dialer{KeepAliveConfig: streamKeepAlive}
+	conn, err := d.DialContext(ctx, "tcp", key.addr)
+	if err != nil {
+		return nil, 0, err
+	}
+	setTCPOptions(conn)
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	defer stop()
+	hello, _ := json.Marshal(muxHello{StreamType: streamTypeResponseMux, Version: muxVersion, ServerID: key.serverID})
+	var acc muxAccept
+	err = codec.WriteMessage(conn, codec.Message{Header: hello})
+	if err == nil {
+		var m codec.Message
+		if m, err = codec.ReadMessage(conn, maxControlHeader); err == nil {
+			err = json.Unmarshal(m.Header, &acc)
+		}
+	}
+	if err == nil && (acc.StreamType != streamTypeResponseMux || acc.Version != muxVersion || acc.Window <= 0) {
+		err = fmt.Errorf("unexpected handshake answer %+v", acc)
+	}
+	if err == nil && !stop() {
+		err = ctx.Err()
+	}
+	if err != nil {
+		conn.Close()
+		return nil, 0, err
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return conn, acc.Window, nil
+}
+
+// read applies the caller's control frames to their streams until the
+// connection ends, then fails the connection. It never blocks on a
+// stream.
+func (l *muxLink) read() {
+	r := bufio.NewReader(l.conn)
+	for {
+		id, m, err := codec.ReadStreamMessage(r, maxControlHeader)
+		if err != nil {
+			l.fail(err)
+			return
+		}
+		l.mu.Lock()
+		o := l.streams[id]
+		l.mu.Unlock()
+		if o == nil || len(m.Header) == 0 {
+			continue // a stream that ended, or nothing we know
+		}
+		if m.Header[0] == '{' {
+			var g muxGrant
+			if json.Unmarshal(m.Header, &g) == nil && g.Window > 0 {
+				o.addCredit(g.Window)
+			}
+			continue
+		}
+		switch ctrl, _ := decodeControl(m.Header); ctrl {
+		case "stop":
+			o.rc.Stop()
+		case "kill":
+			o.rc.Kill()
+		}
+	}
+}
+
+// open registers stream id and sends its opening frame.
+func (l *muxLink) open(rc *Context, id uint64, subject string) (*muxOut, error) {
+	l.mu.Lock()
+	if l.dead {
+		l.mu.Unlock()
+		return nil, errLinkDead
+	}
+	if _, dup := l.streams[id]; dup {
+		l.mu.Unlock()
+		return nil, fmt.Errorf("runtime: stream id %d is already open on the shared connection to %s", id, l.key.addr)
+	}
+	o := &muxOut{link: l, id: id, rc: rc, credit: l.window, more: make(chan struct{}, 1)}
+	l.streams[id] = o
+	if l.idle != nil {
+		l.idle.Stop()
+	}
+	l.mu.Unlock()
+	hs, _ := json.Marshal(handshake{Subject: subject, StreamType: streamTypeResponse})
+	end, err := l.w.send(id, codec.Message{Header: hs})
+	if err != nil {
+		l.remove(o)
+		return nil, err
+	}
+	o.last = end
+	return o, nil
+}
+
+// remove forgets a stream; the connection closes after idleTimeout
+// without streams.
+func (l *muxLink) remove(o *muxOut) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.streams == nil || l.streams[o.id] != o {
+		return
+	}
+	delete(l.streams, o.id)
+	if len(l.streams) > 0 || l.pool.idleTimeout <= 0 {
+		return
+	}
+	if l.idle == nil {
+		l.idle = time.AfterFunc(l.pool.idleTimeout, l.closeIdle)
+	} else {
+		l.idle.Reset(l.pool.idleTimeout)
+	}
+}
+
+// closeIdle closes the connection if it still carries no stream.
+func (l *muxLink) closeIdle() {
+	p := l.pool
+	p.mu.Lock() // first, so that no request picks the connection meanwhile
+	l.mu.Lock()
+	if l.dead || len(l.streams) > 0 {
+		l.mu.Unlock()
+		p.mu.Unlock()
+		return
+	}
+	l.dead = true
+	if p.links[l.key] == l {
+		delete(p.links, l.key)
+	}
+	l.mu.Unlock()
+	p.mu.Unlock()
+	l.conn.Close() // the reader ends and fails the connection
+}
+
+// fail closes the connection and kills the requests of its streams: the
+// caller is gone (or this runtime closes).
+func (l *muxLink) fail(error) {
+	l.failOnce.Do(l.doFail)
+}
+
+func (l *muxLink) doFail() {
+	l.mu.Lock()
+	l.dead = true
+	streams := l.streams
+	l.streams = nil
+	if l.idle != nil {
+		l.idle.Stop()
+	}
+	conn := l.conn
+	l.mu.Unlock()
+	l.pool.forget(l)
+	l.w.fail(errLinkClosed)
+	if conn != nil {
+		conn.Close()
+	}
+	for _, o := range streams {
+		o.rc.kill(ErrCallerGone)
+	}
+}
+
+// muxOut is the worker's end of one stream on a shared connection.
+type muxOut struct {
+	link *muxLink
+	id   uint64
+	rc   *Context
+	last int64 // the write offset after this stream's latest frame
+
+	mu     sync.Mutex
+	credit int64
+	more   chan struct{} // credit arrived
+}
+
+func (o *muxOut) addCredit(n int64) {
+	o.mu.Lock()
+	o.credit += n
+	o.mu.Unlock()
+	select {
+	case o.more <- struct{}{}:
+	default:
+	}
+}
+
+// write sends one frame once the stream has credit; it waits for credit
+// until the request is killed (a failed connection kills it too).
+func (o *muxOut) write(m codec.Message) (int, error) {
+	o.mu.Lock()
+	for o.credit <= 0 {
+		o.mu.Unlock()
+		select {
+		case <-o.more:
+		case <-o.rc.Killed():
+			return 0, context.Cause(o.rc)
+		}
+		o.mu.Lock()
+	}
+	cost := codec.StreamIDSize + m.Size()
+	o.credit -= int64(cost)
+	o.mu.Unlock()
+	end, err := o.link.w.send(o.id, m)
+	if err != nil {
+		return 0, err
+	}
+	o.last = end
+	return cost, nil
+}
+
+func (o *muxOut) handlerDone() {}
+
+// close ends the stream: a reset if the final frames did not end it (the
+// request was killed), then it waits until its frames are written.
+func (o *muxOut) close(ended bool) {
+	if !ended {
+		if end, err := o.link.w.send(o.id, codec.Message{Header: ctrlReset}); err == nil {
+			o.last = end
+		}
+	}
+	_ = o.link.w.wait(o.last)
+	o.link.remove(o)
+}
+
+// linkWriter serializes the frames of all streams on one connection.
+// Whoever queues a frame while no write is in progress writes it at once,
+// together with whatever others queue meanwhile (one system call for
+// several frames, no delay for a lone one). There is no writer goroutine.
+type linkWriter struct {
+	conn  net.Conn
+	onErr func(error) // the connection failed
+
+	mu      sync.Mutex
+	flushed sync.Cond // broadcast after every write
+	buf     []byte    // queued, not yet being written
+	spare   []byte
+	writing bool
+	queued  int64 // bytes ever queued
+	written int64 // bytes ever written
+	err     error
+}
+
+// send queues the frame of stream id, writes if nobody is writing, and
+// returns the write offset after the frame.
+func (w *linkWriter) send(id uint64, m codec.Message) (int64, error) {
+	w.mu.Lock()
+	if w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		return 0, err
+	}
+	n := len(w.buf)
+	w.buf = codec.AppendStreamMessage(w.buf, id, m)
+	w.queued += int64(len(w.buf) - n)
+	end := w.queued
+	if w.writing {
+		w.mu.Unlock()
+		return end, nil
+	}
+	w.writing = true
+	for len(w.buf) > 0 && w.err == nil {
+		out := w.buf
+		w.buf = w.spare[:0]
+		w.mu.Unlock()
+		_, err := w.conn.Write(out)
+		w.mu.Lock()
+		w.spare = nil
+		if cap(out) <= maxSpareWriteBuffer {
+			w.spare = out[:0]
+		}
+		w.written += int64(len(out))
+		if err != nil && w.err == nil {
+			w.err = err
+		}
+		w.flushed.Broadcast()
+	}
+	w.writing = false
+	err := w.err
+	w.mu.Unlock()
+	if err != nil {
+		w.onErr(err)
+		return 0, err
+	}
+	return end, nil
+}
+
+// wait returns once everything up to offset end is written, or the
+// connection failed.
+func (w *linkWriter) wait(end int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.written < end && w.err == nil {
+		w.flushed.Wait()
+	}
+	return w.err
+}
+
+// fail makes every later send fail and wakes the waiters.
+func (w *linkWriter) fail(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.buf = nil
+	w.flushed.Broadcast()
+	w.mu.Unlock()
+}
