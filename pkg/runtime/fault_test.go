@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,9 +16,10 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/tcpplane"
 )
 
-// A worker process killed mid-stream: the caller gets the typed
-// Disconnected error within a second, and the instance disappears from
-// discovery when its lease expires.
+// A worker process killed mid-stream: every stream it carried (all on one
+// shared connection) fails with the typed Disconnected error within a
+// second, and the instance disappears from discovery when its lease
+// expires.
 func TestWorkerCrashMidStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts worker processes")
@@ -30,34 +32,75 @@ func TestWorkerCrashMidStream(t *testing.T) {
 		if cl.InstanceIDs()[0] != w.id {
 			t.Fatalf("discovered %x, want the worker process's %x", cl.InstanceIDs()[0], w.id)
 		}
-		var killedAt time.Time
-		rc := runtime.NewContext(t.Context(), "")
-		got, err := collect(rc, cl, w.id, countRequest{N: 1_000_000, DelayUS: 1000}, func(n int) {
-			if n == 20 {
-				killedAt = time.Now()
-				_ = w.cmd.Process.Signal(syscall.SIGKILL)
+		killedAt, errs, got := streamsUntil(t, cl, w.id, func() {
+			if a, _ := runtime.SharedConns(caller.DistributedRuntime); a != 1 {
+				t.Errorf("the caller holds %d shared connections from the worker, want 1 for all its streams", a)
 			}
+			_ = w.cmd.Process.Signal(syscall.SIGKILL)
 		})
 		elapsed := time.Since(killedAt)
-		if !errors.Is(err, runtime.ErrDisconnected) || !strings.Contains(err.Error(), runtime.MsgStreamEnded) {
-			t.Fatalf("Call after the worker died = %v, want Disconnected: %s", err, runtime.MsgStreamEnded)
+		for i, err := range errs {
+			if !errors.Is(err, runtime.ErrDisconnected) || !strings.Contains(err.Error(), runtime.MsgStreamEnded) {
+				t.Fatalf("stream %d after the worker died = %v, want Disconnected: %s", i, err, runtime.MsgStreamEnded)
+			}
+			if len(got[i]) < 21 {
+				t.Fatalf("stream %d got %d items before the crash, want at least 21", i, len(got[i]))
+			}
+			checkSequence(t, got[i], len(got[i]))
 		}
 		if elapsed > time.Second {
-			t.Fatalf("the disconnect surfaced after %s, want < 1s", elapsed)
+			t.Fatalf("the disconnects surfaced after %s, want < 1s", elapsed)
 		}
-		if len(got) < 21 {
-			t.Fatalf("got %d items before the crash, want at least 21", len(got))
-		}
-		checkSequence(t, got, len(got))
 		// Nobody revoked the lease: it must expire.
 		waitFor(t, c.ttl+10*time.Second, "the dead worker's lease to expire", func() bool { return len(cl.InstanceIDs()) == 0 })
 	})
 }
 
+// crashStreams is how many streams the fault tests run on one worker.
+const crashStreams = 4
+
+// streamsUntil runs crashStreams long streams on worker id and calls fault
+// once each has received 20 items. It returns when fault happened, and
+// each stream's error and items.
+func streamsUntil(t *testing.T, cl *runtime.Client, id uint64, fault func()) (time.Time, []error, [][]int) {
+	t.Helper()
+	var (
+		at      time.Time
+		started sync.WaitGroup
+		wg      sync.WaitGroup
+		errs    = make([]error, crashStreams)
+		got     = make([][]int, crashStreams)
+		faulted = make(chan struct{})
+	)
+	started.Add(crashStreams)
+	for i := range crashStreams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rc := runtime.NewContext(t.Context(), "")
+			got[i], errs[i] = collect(rc, cl, id, countRequest{N: 1_000_000, DelayUS: 1000}, func(n int) {
+				if n == 20 {
+					started.Done()
+				}
+			})
+		}()
+	}
+	go func() {
+		started.Wait()
+		at = time.Now()
+		fault()
+		close(faulted)
+	}()
+	wg.Wait()
+	<-faulted
+	return at, errs, got
+}
+
 // A worker process frozen mid-stream (SIGSTOP: its kernel still holds the
 // connection open, nothing is sent): once its lease expires and it leaves
-// discovery, the stream may stay silent only for OrphanedStreamTimeout;
-// then the call fails Disconnected, which migration re-issues.
+// discovery, each of its streams may stay silent only for
+// OrphanedStreamTimeout; then it fails Disconnected, which migration
+// re-issues.
 func TestFrozenWorkerStreamFailsAfterItLeavesDiscovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts worker processes")
@@ -70,26 +113,21 @@ func TestFrozenWorkerStreamFailsAfterItLeavesDiscovery(t *testing.T) {
 	w := startWorkerProcess(t, c)
 	defer func() { _ = w.cmd.Process.Signal(syscall.SIGKILL) }()
 	cl := client(t, caller, 1)
-	var frozenAt time.Time
-	rc := runtime.NewContext(t.Context(), "")
-	got, err := collect(rc, cl, w.id, countRequest{N: 1_000_000, DelayUS: 1000}, func(n int) {
-		if n == 20 {
-			frozenAt = time.Now()
-			_ = w.cmd.Process.Signal(syscall.SIGSTOP)
-		}
-	})
+	frozenAt, errs, got := streamsUntil(t, cl, w.id, func() { _ = w.cmd.Process.Signal(syscall.SIGSTOP) })
 	elapsed := time.Since(frozenAt)
-	if !errors.Is(err, runtime.ErrDisconnected) || !strings.Contains(err.Error(), "silent") {
-		t.Fatalf("Call to a frozen worker = %v, want Disconnected after a silence", err)
+	for i, err := range errs {
+		if !errors.Is(err, runtime.ErrDisconnected) || !strings.Contains(err.Error(), "silent") {
+			t.Fatalf("stream %d to a frozen worker = %v, want Disconnected after a silence", i, err)
+		}
+		checkSequence(t, got[i], len(got[i]))
 	}
 	if len(cl.InstanceIDs()) != 0 {
-		t.Error("the stream failed while the frozen worker was still listed in discovery")
+		t.Error("the streams failed while the frozen worker was still listed in discovery")
 	}
 	if elapsed < cfg.OrphanedStreamTimeout {
-		t.Errorf("the stream failed %s after the freeze, before the orphan timeout could pass", elapsed)
+		t.Errorf("the streams failed %s after the freeze, before the orphan timeout could pass", elapsed)
 	}
-	checkSequence(t, got, len(got))
-	t.Logf("the frozen worker's stream failed %s after the freeze (lease TTL %s, orphan timeout %s)", elapsed.Round(time.Millisecond), c.ttl, cfg.OrphanedStreamTimeout)
+	t.Logf("the frozen worker's streams failed %s after the freeze (lease TTL %s, orphan timeout %s)", elapsed.Round(time.Millisecond), c.ttl, cfg.OrphanedStreamTimeout)
 }
 
 // A request whose worker acked but never called home fails as soon as the

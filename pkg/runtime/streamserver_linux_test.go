@@ -51,6 +51,43 @@ func TestResponseStreamKeepAlive(t *testing.T) {
 	}
 	defer conn.Close()
 
+	checkKeepAlive(t, conn)
+	if d := streamKeepAlive.Idle + time.Duration(streamKeepAlive.Count)*streamKeepAlive.Interval; d > 10*time.Second {
+		t.Errorf("a silent worker host is noticed after %v, want at most 10s (the default lease TTL)", d)
+	}
+}
+
+// A shared response connection keeps the same keep-alive on both ends:
+// the caller's (it only reads, and must notice a silent worker host) and
+// the worker's (it notices a caller host that went silent while idle).
+func TestSharedConnectionKeepAlive(t *testing.T) {
+	s := newTestStreamServer(t, Config{})
+	worker, _, err := dialShared(t.Context(), muxKey{s.advertise, s.serverID}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer worker.Close()
+	t.Run("worker", func(t *testing.T) { checkKeepAlive(t, worker) })
+	var caller net.Conn
+	deadline := time.Now().Add(5 * time.Second)
+	for caller == nil && time.Now().Before(deadline) {
+		s.mu.Lock()
+		for mc := range s.shared {
+			caller = mc.conn
+		}
+		s.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if caller == nil {
+		t.Fatal("the caller holds no shared connection")
+	}
+	t.Run("caller", func(t *testing.T) { checkKeepAlive(t, caller) })
+}
+
+// checkKeepAlive reads conn's keep-alive options back from the kernel and
+// compares them with streamKeepAlive.
+func checkKeepAlive(t *testing.T, conn net.Conn) {
+	t.Helper()
 	raw, err := conn.(*net.TCPConn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +120,5 @@ func TestResponseStreamKeepAlive(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("%s = %d, want %d (all: %v)", k, got[k], v, got)
 		}
-	}
-	if d := streamKeepAlive.Idle + time.Duration(streamKeepAlive.Count)*streamKeepAlive.Interval; d > 10*time.Second {
-		t.Errorf("a silent worker host is noticed after %v, want at most 10s (the default lease TTL)", d)
 	}
 }

@@ -1,0 +1,527 @@
+package runtime
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
+)
+
+// newTestStreamServer runs a response stream server on loopback until the
+// test ends.
+func newTestStreamServer(t *testing.T, cfg Config) *streamServer {
+	t.Helper()
+	cfg.ResponseStreamHost = "127.0.0.1"
+	if cfg.MaxMessageSize == 0 {
+		cfg.MaxMessageSize = 1 << 20
+	}
+	s, err := listenStreams(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.run(t.Context()) }()
+	t.Cleanup(func() {
+		s.ln.Close()
+		<-done
+	})
+	return s
+}
+
+// fakeWorker drives the worker's end of a shared connection frame by
+// frame.
+type fakeWorker struct {
+	t      *testing.T
+	conn   net.Conn
+	r      *bufio.Reader
+	window int64
+}
+
+func dialFake(t *testing.T, s *streamServer) *fakeWorker {
+	t.Helper()
+	conn, window, err := dialShared(t.Context(), muxKey{s.advertise, s.serverID}, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dialShared: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &fakeWorker{t: t, conn: conn, r: bufio.NewReader(conn), window: window}
+}
+
+func (f *fakeWorker) send(id uint64, m codec.Message) {
+	f.t.Helper()
+	if _, err := f.conn.Write(codec.AppendStreamMessage(nil, id, m)); err != nil {
+		f.t.Fatalf("fake worker write: %v", err)
+	}
+}
+
+func (f *fakeWorker) open(p *pendingStream) {
+	hs, _ := json.Marshal(handshake{Subject: p.subject, StreamType: streamTypeResponse})
+	f.send(p.id, codec.Message{Header: hs})
+}
+
+func (f *fakeWorker) item(id uint64, v string) {
+	f.send(id, codec.Message{Data: appendDataFrame(nil, []byte(v))})
+}
+
+// read returns the next frame from the caller, or ok false if none comes
+// within d.
+func (f *fakeWorker) read(d time.Duration) (id uint64, m codec.Message, ok bool) {
+	f.t.Helper()
+	_ = f.conn.SetReadDeadline(time.Now().Add(d))
+	id, m, err := codec.ReadStreamMessage(f.r, 0)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return 0, codec.Message{}, false
+	}
+	if err != nil {
+		f.t.Fatalf("fake worker read: %v", err)
+	}
+	return id, m, true
+}
+
+func (f *fakeWorker) expect(id uint64, header string) {
+	f.t.Helper()
+	gotID, m, ok := f.read(5 * time.Second)
+	if !ok || gotID != id || string(m.Header) != header {
+		f.t.Fatalf("caller sent stream %d %q (arrived %v), want stream %d %q", gotID, m.Header, ok, id, header)
+	}
+}
+
+func (f *fakeWorker) expectNothing() {
+	f.t.Helper()
+	if id, m, ok := f.read(100 * time.Millisecond); ok {
+		f.t.Fatalf("caller sent stream %d %q, want nothing", id, m.Header)
+	}
+}
+
+// call registers a stream, lets open be done, and reads it like a call.
+type testCall struct {
+	p     *pendingStream
+	rc    *Context
+	mu    sync.Mutex
+	items []string
+	done  chan error
+}
+
+func startCall(t *testing.T, s *streamServer, emit func(c *testCall, item []byte) error) *testCall {
+	t.Helper()
+	p, err := s.register(instanceRef{EndpointID{Namespace: "ns", Component: "c", Name: "generate"}, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &testCall{p: p, rc: NewContext(t.Context(), ""), done: make(chan error, 1)}
+	go func() {
+		defer s.release(p)
+		var st responseStream
+		select {
+		case st = <-p.ready:
+		case <-time.After(5 * time.Second):
+			c.done <- errors.New("the stream was not opened within 5s")
+			return
+		}
+		c.done <- readStream(c.rc, st, func(item []byte) error {
+			c.mu.Lock()
+			c.items = append(c.items, string(item))
+			c.mu.Unlock()
+			if emit != nil {
+				return emit(c, item)
+			}
+			return nil
+		})
+	}()
+	return c
+}
+
+func (c *testCall) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-c.done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call did not end within 10s")
+		return nil
+	}
+}
+
+func (c *testCall) got() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.items, ",")
+}
+
+var proOK = codec.Message{Header: []byte(`{"error":null}`)}
+
+// The ways a stream on a shared connection ends, as the caller sees them.
+func TestSharedStreamEnds(t *testing.T) {
+	disconnected := func(wantCause bool) func(t *testing.T, err error) {
+		return func(t *testing.T, err error) {
+			var e *Error
+			if !errors.As(err, &e) || e.Type != TypeDisconnected || e.Message != MsgStreamEnded || (e.Cause != nil) != wantCause {
+				t.Fatalf("call = %#v, want Disconnected %q (cause: %v)", err, MsgStreamEnded, wantCause)
+			}
+		}
+	}
+	tests := []struct {
+		name      string
+		stopAtOne bool
+		frames    func(f *fakeWorker, id uint64)
+		wantItems string
+		check     func(t *testing.T, err error)
+		wantKill  bool
+	}{
+		{"complete", false, func(f *fakeWorker, id uint64) {
+			f.send(id, proOK)
+			f.item(id, "1")
+			f.send(id, codec.Message{Data: completeFinalFrame})
+			f.send(id, codec.Message{Header: ctrlSentinel})
+		}, "1", func(t *testing.T, err error) {
+			if err != nil {
+				t.Fatalf("call = %v, want nil", err)
+			}
+		}, false},
+		{"error prologue", false, func(f *fakeWorker, id uint64) {
+			f.send(id, codec.Message{Header: []byte(`{"error":"Backend.EngineShutdown: gone","error_detail":{"error_type":"Backend.EngineShutdown","message":"gone"}}`)})
+		}, "", func(t *testing.T, err error) {
+			if !errors.Is(err, ErrEngineShutdown) {
+				t.Fatalf("call = %v, want EngineShutdown", err)
+			}
+		}, false},
+		{"reset is a classic connection's end", false, func(f *fakeWorker, id uint64) {
+			f.send(id, proOK)
+			f.item(id, "1")
+			f.item(id, "2")
+			f.send(id, codec.Message{Header: ctrlReset})
+		}, "1,2", disconnected(false), false},
+		{"reset after the caller's stop is a clean end", true, func(f *fakeWorker, id uint64) {
+			f.send(id, proOK)
+			f.item(id, "1")
+			f.expect(id, `"stop"`)
+			f.send(id, codec.Message{Header: ctrlReset})
+		}, "1", func(t *testing.T, err error) {
+			if err != nil {
+				t.Fatalf("call = %v, want a clean end", err)
+			}
+		}, false},
+		{"connection ends after frames: they come first", false, func(f *fakeWorker, id uint64) {
+			f.send(id, proOK)
+			f.item(id, "1")
+			f.item(id, "2")
+			f.conn.Close()
+		}, "1,2", disconnected(false), false},
+		{"bad frame fails the connection", false, func(f *fakeWorker, id uint64) {
+			f.send(id, proOK)
+			frame := codec.AppendStreamMessage(nil, id, codec.Message{Data: []byte(`{"complete_final":true}`)})
+			frame[len(frame)-1] ^= 1 // checksum mismatch
+			_, _ = f.conn.Write(frame)
+		}, "", disconnected(true), false},
+		{"bad prologue", false, func(f *fakeWorker, id uint64) {
+			f.send(id, codec.Message{Header: []byte(`nope`)})
+		}, "", func(t *testing.T, err error) {
+			if !errors.Is(err, ErrUnknown) {
+				t.Fatalf("call = %v, want Unknown", err)
+			}
+		}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestStreamServer(t, Config{})
+			f := dialFake(t, s)
+			c := startCall(t, s, func(c *testCall, item []byte) error {
+				if tc.stopAtOne && string(item) == "1" {
+					c.rc.Stop()
+				}
+				return nil
+			})
+			f.open(c.p)
+			tc.frames(f, c.p.id)
+			err := c.wait(t)
+			tc.check(t, err)
+			if got := c.got(); got != tc.wantItems {
+				t.Fatalf("items %q, want %q", got, tc.wantItems)
+			}
+			if strings.Contains(tc.name, "connection") {
+				return
+			}
+			if tc.wantKill {
+				f.expect(c.p.id, `"kill"`)
+			} else {
+				f.expectNothing()
+			}
+		})
+	}
+}
+
+// A worker that ignores its credit overruns the stream's window: the
+// caller fails that stream (Disconnected, caused by the overrun) and kills
+// it, instead of queueing without bound.
+func TestSharedStreamOverrunIsKilled(t *testing.T) {
+	s := newTestStreamServer(t, Config{ResponseStreamWindow: 1024, MaxMessageSize: 4096})
+	f := dialFake(t, s)
+	release := make(chan struct{})
+	c := startCall(t, s, func(_ *testCall, item []byte) error {
+		if string(item) == "0" {
+			<-release
+		}
+		return nil
+	})
+	f.open(c.p)
+	f.send(c.p.id, proOK)
+	for i := range 200 {
+		f.item(c.p.id, fmt.Sprint(i))
+	}
+	f.expect(c.p.id, `"kill"`)
+	close(release)
+	err := c.wait(t)
+	var e *Error
+	if !errors.As(err, &e) || e.Type != TypeDisconnected || e.Cause == nil || !strings.Contains(e.Cause.Error(), "overrun") {
+		t.Fatalf("overrun stream = %v, want Disconnected caused by the overrun", err)
+	}
+}
+
+// The caller returns credit as its consumer takes frames, in grants of at
+// least half the window, never more than it took.
+func TestSharedStreamGrantsCredit(t *testing.T) {
+	const window = 4096
+	s := newTestStreamServer(t, Config{ResponseStreamWindow: window})
+	f := dialFake(t, s)
+	if f.window != window {
+		t.Fatalf("handshake window = %d, want %d", f.window, window)
+	}
+	c := startCall(t, s, nil)
+	f.open(c.p)
+	sent := frameCost(proOK)
+	f.send(c.p.id, proOK)
+	var granted int64
+	for i := range 500 {
+		m := codec.Message{Data: appendDataFrame(nil, fmt.Appendf(nil, "%d", i))}
+		f.send(c.p.id, m)
+		sent += frameCost(m)
+		for sent-granted > window { // a worker must wait for credit here
+			id, g, ok := f.read(5 * time.Second)
+			var grant muxGrant
+			if !ok || id != c.p.id || json.Unmarshal(g.Header, &grant) != nil {
+				t.Fatalf("want a grant for stream %d, got stream %d %q (arrived %v)", c.p.id, id, g.Header, ok)
+			}
+			if grant.Window < window/2 {
+				t.Fatalf("grant of %d bytes, want at least half the window", grant.Window)
+			}
+			granted += grant.Window
+		}
+	}
+	f.send(c.p.id, codec.Message{Data: completeFinalFrame})
+	if err := c.wait(t); err != nil {
+		t.Fatal(err)
+	}
+	if granted > sent {
+		t.Fatalf("granted %d bytes of %d sent", granted, sent)
+	}
+}
+
+// Frames for streams the caller does not know are answered with one kill
+// per stream, but the frames that end a stream are not; an opening frame
+// whose id does not match the pending stream's is refused with a kill.
+func TestSharedStreamUnknownIDs(t *testing.T) {
+	s := newTestStreamServer(t, Config{})
+	f := dialFake(t, s)
+	f.item(999, "1")
+	f.item(999, "2")
+	f.send(998, codec.Message{Header: ctrlSentinel})
+	f.send(997, codec.Message{Header: ctrlReset})
+	p, err := s.register(instanceRef{EndpointID{Namespace: "ns", Component: "c", Name: "generate"}, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.release(p)
+	hs, _ := json.Marshal(handshake{Subject: p.subject, StreamType: streamTypeResponse})
+	f.send(p.id+100, codec.Message{Header: hs})
+	f.expect(999, `"kill"`)
+	f.expect(p.id+100, `"kill"`)
+	f.expectNothing()
+	select {
+	case <-p.ready:
+		t.Fatal("a stream was opened under the wrong id")
+	default:
+	}
+	// The end of a stream it killed clears the id: a later frame for it
+	// (a buggy worker) is answered again.
+	f.send(999, codec.Message{Header: ctrlReset})
+	f.item(999, "3")
+	f.expect(999, `"kill"`)
+}
+
+// A pending stream that the caller released (it timed out, or its
+// instance left discovery) is killed when the worker opens it after all.
+func TestSharedStreamOpenedTooLateIsKilled(t *testing.T) {
+	s := newTestStreamServer(t, Config{})
+	f := dialFake(t, s)
+	p, err := s.register(instanceRef{EndpointID{Namespace: "ns", Component: "c", Name: "generate"}, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.release(p)
+	f.open(p)
+	f.expect(p.id, `"kill"`)
+}
+
+// A shared-connection handshake naming another server (a caller that
+// restarted on the same port) is refused.
+func TestSharedConnectionRefusesAnotherServer(t *testing.T) {
+	s := newTestStreamServer(t, Config{})
+	if _, _, err := dialShared(t.Context(), muxKey{s.advertise, "not-" + s.serverID}, 2*time.Second); err == nil {
+		t.Fatal("dialShared with a wrong server id succeeded")
+	}
+	if n := s.sharedConns(); n != 0 {
+		t.Fatalf("server holds %d shared connections, want 0", n)
+	}
+}
+
+// gatedConn is a net.Conn whose first Write waits for a release and that
+// records every Write.
+type gatedConn struct {
+	net.Conn
+	release chan struct{}
+	entered chan struct{}
+	mu      sync.Mutex
+	writes  [][]byte
+}
+
+func (c *gatedConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	first := len(c.writes) == 0
+	c.writes = append(c.writes, bytes.Clone(b))
+	c.mu.Unlock()
+	if first {
+		close(c.entered)
+		<-c.release
+	}
+	return len(b), nil
+}
+
+// The worker's writer writes a lone frame at once, from the caller of
+// send, and writes whatever is queued during a write in one go after it.
+func TestLinkWriterCoalesces(t *testing.T) {
+	conn := &gatedConn{release: make(chan struct{}), entered: make(chan struct{})}
+	w := &linkWriter{conn: conn, onErr: func(error) {}}
+	w.flushed.L = &w.mu
+	frame := func(id uint64) codec.Message {
+		return codec.Message{Data: appendDataFrame(nil, fmt.Appendf(nil, "%d", id))}
+	}
+	first := make(chan int64, 1)
+	go func() {
+		end, _ := w.send(1, frame(1))
+		first <- end
+	}()
+	<-conn.entered // the lone frame is being written: no waiting for company
+	var ends []int64
+	for id := uint64(2); id <= 10; id++ {
+		end, err := w.send(id, frame(id)) // queued: returns at once
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, end)
+	}
+	close(conn.release)
+	<-first
+	if err := w.wait(ends[len(ends)-1]); err != nil {
+		t.Fatal(err)
+	}
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	if len(conn.writes) != 2 {
+		t.Fatalf("%d writes, want 2: the lone frame, then the nine queued meanwhile", len(conn.writes))
+	}
+	r := bytes.NewReader(conn.writes[1])
+	for want := uint64(2); want <= 10; want++ {
+		id, m, err := codec.ReadStreamMessage(r, 0)
+		if err != nil || id != want || string(m.Data) != string(frame(want).Data) {
+			t.Fatalf("second write, frame of stream %d: got stream %d %q, %v", want, id, m.Data, err)
+		}
+	}
+	if _, _, err := codec.ReadStreamMessage(r, 0); err != io.EOF {
+		t.Fatalf("second write holds more than the nine frames: %v", err)
+	}
+}
+
+// readOnlyConn feeds fixed bytes to a reader and swallows writes.
+type readOnlyConn struct {
+	net.Conn
+	r *bytes.Reader
+}
+
+func (c *readOnlyConn) Read(b []byte) (int, error)  { return c.r.Read(b) }
+func (c *readOnlyConn) Write(b []byte) (int, error) { return len(b), nil }
+func (c *readOnlyConn) SetWriteDeadline(time.Time) error {
+	return nil
+}
+func (c *readOnlyConn) Close() error { return nil }
+
+// FuzzSharedConnection feeds arbitrary bytes to the caller's reader of a
+// shared connection, with two streams pending. It may not panic, and every
+// stream it opened must end (with its frames, then an error) once the
+// input ends.
+func FuzzSharedConnection(f *testing.F) {
+	open := func(id uint64, subject string) []byte {
+		hs, _ := json.Marshal(handshake{Subject: subject, StreamType: streamTypeResponse})
+		return codec.AppendStreamMessage(nil, id, codec.Message{Header: hs})
+	}
+	var seq []byte
+	seq = append(seq, open(1, "s1")...)
+	seq = append(seq, open(2, "s2")...)
+	seq = codec.AppendStreamMessage(seq, 1, proOK)
+	seq = codec.AppendStreamMessage(seq, 2, codec.Message{Data: appendDataFrame(nil, []byte("7"))})
+	seq = codec.AppendStreamMessage(seq, 1, codec.Message{Header: ctrlReset})
+	seq = codec.AppendStreamMessage(seq, 9, codec.Message{Header: ctrlSentinel})
+	seq = codec.AppendStreamMessage(seq, 0, codec.Message{Header: []byte(`{}`)})
+	f.Add(seq)
+	f.Add(open(1, "s1"))
+	f.Add(open(2, "s1"))
+	f.Add(append(open(1, "s1"), open(1, "s1")...))
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 1})
+
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := &streamServer{
+			maxSize: 1 << 16, window: 1024, orphanTimeout: time.Second,
+			log:     slog.New(slog.DiscardHandler),
+			pending: map[string]*pendingStream{}, established: map[string]*pendingStream{},
+			tombstones: map[instanceRef]time.Time{}, conns: map[net.Conn]struct{}{}, shared: map[*muxConn]struct{}{},
+		}
+		var ps []*pendingStream
+		for i, subject := range []string{"s1", "s2"} {
+			p := &pendingStream{subject: subject, id: uint64(i + 1), ready: make(chan responseStream, 1)}
+			p.gone, p.markGone = context.WithCancel(context.Background())
+			s.pending[subject] = p
+			ps = append(ps, p)
+		}
+		mc := &muxConn{s: s, conn: &readOnlyConn{r: bytes.NewReader(b)}, streams: map[uint64]*muxStream{}, dead: map[uint64]struct{}{}}
+		mc.read()
+		for _, p := range ps {
+			select {
+			case st := <-p.ready:
+				rc := NewContext(t.Context(), "")
+				for n := 0; ; n++ {
+					if _, err := st.next(rc); err != nil {
+						break
+					}
+					if n > len(b) {
+						t.Fatal("a stream yields more frames than the input holds")
+					}
+				}
+				st.close(false)
+				rc.Release()
+			default:
+			}
+			p.markGone()
+		}
+	})
+}
