@@ -22,9 +22,23 @@ import (
 // (idle, shut down, or failed).
 var errLinkClosed = errors.New("runtime: shared response connection closed")
 
-// errLinkDead makes open try another connection: the one it found was
-// closing.
+// errLinkDead makes attach try another connection: the one it found was
+// closing, or failed before the caller acknowledged the stream.
 var errLinkDead = errors.New("runtime: shared response connection is closing")
+
+// errAckOverdue fails a shared connection on which the caller did not
+// acknowledge a stream in time: it is taken for dead (a caller whose end
+// closed while the network was cut looks alive until then).
+var errAckOverdue = errors.New("runtime: the caller did not acknowledge a stream in time")
+
+// sharedUserTimeout is how long the worker's data on a shared connection
+// may stay unacknowledged before its kernel fails the connection: as long
+// as the keep-alive takes to give up on a silent peer.
+var sharedUserTimeout = streamKeepAlive.Idle + time.Duration(streamKeepAlive.Count)*streamKeepAlive.Interval
+
+// maxAttach bounds how often a stream is opened again on a new connection
+// after the one it was on failed before the caller acknowledged it.
+const maxAttach = 3
 
 // maxSpareWriteBuffer bounds the write buffer a shared connection keeps
 // between writes (one huge item must not pin its buffer).
@@ -64,18 +78,12 @@ func newMuxPool(cfg Config, log *slog.Logger) *muxPool {
 // open opens the stream the caller offered in info on the shared
 // connection to that caller, dialling it if there is none.
 func (p *muxPool) open(rc *Context, info tcpStreamInfo) (*muxOut, error) {
-	key := muxKey{info.Address, info.Mux.ServerID}
-	for attempt := 0; ; attempt++ {
-		l, err := p.link(rc, key)
-		if err != nil {
-			return nil, err
-		}
-		o, err := l.open(rc, info.Mux.StreamID, info.Subject)
-		if errors.Is(err, errLinkDead) && attempt < 2 {
-			continue // it closed under us (idle, failed): dial another
-		}
-		return o, err
+	hs, _ := json.Marshal(handshake{Subject: info.Subject, StreamType: streamTypeResponse})
+	o := &muxOut{pool: p, key: muxKey{info.Address, info.Mux.ServerID}, id: info.Mux.StreamID, opening: hs, rc: rc, more: make(chan struct{}, 1)}
+	if err := o.attach(); err != nil {
+		return nil, err
 	}
+	return o, nil
 }
 
 // link returns the connection to key, once it is usable.
@@ -87,7 +95,7 @@ func (p *muxPool) link(rc *Context, key muxKey) (*muxLink, error) {
 	}
 	l := p.links[key]
 	if l == nil {
-		l = &muxLink{pool: p, key: key, ready: make(chan struct{}), streams: make(map[uint64]*muxOut)}
+		l = &muxLink{pool: p, key: key, ready: make(chan struct{}), streams: make(map[uint64]*muxSlot)}
 		l.w.flushed.L = &l.w.mu
 		l.w.onErr = l.fail
 		p.links[key] = l
@@ -156,10 +164,19 @@ type muxLink struct {
 	w linkWriter
 
 	mu       sync.Mutex
-	streams  map[uint64]*muxOut // nil once failed
-	dead     bool               // takes no new streams
+	streams  map[uint64]*muxSlot // nil once failed
+	dead     bool                // takes no new streams
 	idle     *time.Timer
 	failOnce sync.Once
+}
+
+// muxSlot is a stream's place on one connection.
+type muxSlot struct {
+	o       *muxOut
+	acked   chan struct{} // closed when the caller acknowledged the stream
+	lost    chan struct{} // closed when the connection failed before that
+	timer   *time.Timer   // fails the connection if the ack is overdue
+	isAcked bool          // under the link's mu
 }
 
 // run dials the caller, then reads its control frames until the
@@ -201,6 +218,7 @@ func dialShared(ctx context.Context, key muxKey, timeout time.Duration) (net.Con
 		return nil, 0, err
 	}
 	setTCPOptions(conn)
+	setUserTimeout(conn, sharedUserTimeout)
 	deadline, _ := ctx.Deadline()
 	_ = conn.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
@@ -240,63 +258,100 @@ func (l *muxLink) read() {
 			return
 		}
 		l.mu.Lock()
-		o := l.streams[id]
+		slot := l.streams[id]
 		l.mu.Unlock()
-		if o == nil || len(m.Header) == 0 {
+		if slot == nil || len(m.Header) == 0 {
 			continue // a stream that ended, or nothing we know
 		}
 		if m.Header[0] == '{' {
 			var g muxGrant
 			if json.Unmarshal(m.Header, &g) == nil && g.Window > 0 {
-				o.addCredit(g.Window)
+				slot.o.addCredit(g.Window)
 			}
 			continue
 		}
 		switch ctrl, _ := decodeControl(m.Header); ctrl {
+		case "ack":
+			l.mu.Lock()
+			if !slot.isAcked {
+				slot.isAcked = true
+				slot.timer.Stop()
+				close(slot.acked)
+			}
+			l.mu.Unlock()
 		case "stop":
-			o.rc.Stop()
+			slot.o.rc.Stop()
 		case "kill":
-			o.rc.Kill()
+			slot.o.rc.Kill()
 		}
 	}
 }
 
-// open registers stream id and sends its opening frame.
-func (l *muxLink) open(rc *Context, id uint64, subject string) (*muxOut, error) {
+// attach gives o a place on the connection and writes its opening frame,
+// then the frames the caller has not acknowledged yet (o was on another
+// connection that failed).
+func (l *muxLink) attach(o *muxOut) error {
+	slot := &muxSlot{o: o, acked: make(chan struct{}), lost: make(chan struct{})}
+	credit := l.window
+	for _, m := range o.unacked {
+		credit -= int64(codec.StreamIDSize + m.Size())
+	}
+	o.mu.Lock()
+	o.credit = credit // before the caller can grant more
+	o.mu.Unlock()
 	l.mu.Lock()
 	if l.dead {
 		l.mu.Unlock()
-		return nil, errLinkDead
+		return errLinkDead
 	}
-	if _, dup := l.streams[id]; dup {
+	if _, dup := l.streams[o.id]; dup {
 		l.mu.Unlock()
-		return nil, fmt.Errorf("runtime: stream id %d is already open on the shared connection to %s", id, l.key.addr)
+		return fmt.Errorf("runtime: stream id %d is already open on the shared connection to %s", o.id, l.key.addr)
 	}
-	o := &muxOut{link: l, id: id, rc: rc, credit: l.window, more: make(chan struct{}, 1)}
-	l.streams[id] = o
+	l.streams[o.id] = slot
 	if l.idle != nil {
 		l.idle.Stop()
 	}
+	slot.timer = time.AfterFunc(l.pool.connectTimeout, func() { l.ackOverdue(slot) })
 	l.mu.Unlock()
-	hs, _ := json.Marshal(handshake{Subject: subject, StreamType: streamTypeResponse})
-	end, err := l.w.send(id, codec.Message{Header: hs})
+
+	o.link, o.slot = l, slot
+	end, err := l.w.send(o.id, codec.Message{Header: o.opening})
+	for _, m := range o.unacked {
+		if err != nil {
+			break
+		}
+		end, err = l.w.send(o.id, m)
+	}
 	if err != nil {
-		l.remove(o)
-		return nil, err
+		return errLinkDead // the connection failed: the slot is lost
 	}
 	o.last = end
-	return o, nil
+	return nil
+}
+
+// ackOverdue fails the connection if the caller has not acknowledged
+// slot's stream yet.
+func (l *muxLink) ackOverdue(slot *muxSlot) {
+	l.mu.Lock()
+	overdue := !slot.isAcked && l.streams[slot.o.id] == slot
+	l.mu.Unlock()
+	if overdue {
+		l.pool.log.Warn("runtime: shared response connection unresponsive; dialling a new one", "address", l.key.addr, "err", errAckOverdue)
+		l.fail(errAckOverdue)
+	}
 }
 
 // remove forgets a stream; the connection closes after idleTimeout
 // without streams.
-func (l *muxLink) remove(o *muxOut) {
+func (l *muxLink) remove(slot *muxSlot) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.streams == nil || l.streams[o.id] != o {
+	slot.timer.Stop()
+	if l.streams == nil || l.streams[slot.o.id] != slot {
 		return
 	}
-	delete(l.streams, o.id)
+	delete(l.streams, slot.o.id)
 	if len(l.streams) > 0 || l.pool.idleTimeout <= 0 {
 		return
 	}
@@ -326,8 +381,9 @@ func (l *muxLink) closeIdle() {
 	l.conn.Close() // the reader ends and fails the connection
 }
 
-// fail closes the connection and kills the requests of its streams: the
-// caller is gone (or this runtime closes).
+// fail closes the connection. The requests of the streams the caller had
+// acknowledged are killed (the caller is gone, or this runtime closes);
+// the others will try another connection.
 func (l *muxLink) fail(error) {
 	l.failOnce.Do(l.doFail)
 }
@@ -340,6 +396,15 @@ func (l *muxLink) doFail() {
 	if l.idle != nil {
 		l.idle.Stop()
 	}
+	var killed []*muxOut
+	for _, slot := range streams {
+		slot.timer.Stop()
+		if slot.isAcked {
+			killed = append(killed, slot.o)
+		} else {
+			close(slot.lost)
+		}
+	}
 	conn := l.conn
 	l.mu.Unlock()
 	l.pool.forget(l)
@@ -347,21 +412,70 @@ func (l *muxLink) doFail() {
 	if conn != nil {
 		conn.Close()
 	}
-	for _, o := range streams {
+	for _, o := range killed {
 		o.rc.kill(ErrCallerGone)
 	}
 }
 
-// muxOut is the worker's end of one stream on a shared connection.
+// muxOut is the worker's end of one stream on a shared connection. Until
+// the caller acknowledges the stream, it keeps the frames it wrote: if
+// the connection fails before that, the stream is opened again on a new
+// connection and they are written again. The caller cannot get them
+// twice: it establishes a subject once, and answers a second opening with
+// a kill.
 type muxOut struct {
-	link *muxLink
-	id   uint64
-	rc   *Context
-	last int64 // the write offset after this stream's latest frame
+	pool    *muxPool
+	key     muxKey
+	id      uint64
+	opening []byte // the opening frame's header
+	rc      *Context
+
+	// Used by the request's goroutine only (the responder serializes
+	// write and close).
+	link     *muxLink
+	slot     *muxSlot
+	acked    bool
+	unacked  []codec.Message // frames written since the opening, until the ack
+	attaches int
+	last     int64 // the write offset after this stream's latest frame
 
 	mu     sync.Mutex
 	credit int64
 	more   chan struct{} // credit arrived
+}
+
+// attach opens the stream on the caller's connection, dialling it if
+// needed; a bounded number of times in all.
+func (o *muxOut) attach() error {
+	for {
+		if o.attaches++; o.attaches > maxAttach {
+			return fmt.Errorf("runtime: shared response connection to %s failed %d times", o.key.addr, maxAttach)
+		}
+		l, err := o.pool.link(o.rc, o.key)
+		if err != nil {
+			return err
+		}
+		if err := l.attach(o); !errors.Is(err, errLinkDead) {
+			return err
+		}
+	}
+}
+
+// sync notes the caller's ack, or moves the stream to a new connection if
+// its connection failed before the ack.
+func (o *muxOut) sync() error {
+	if o.acked {
+		return nil
+	}
+	select {
+	case <-o.slot.acked:
+		o.acked, o.unacked = true, nil
+		return nil
+	case <-o.slot.lost:
+		return o.attach()
+	default:
+		return nil
+	}
 }
 
 func (o *muxOut) addCredit(n int64) {
@@ -375,41 +489,85 @@ func (o *muxOut) addCredit(n int64) {
 }
 
 // write sends one frame once the stream has credit; it waits for credit
-// until the request is killed (a failed connection kills it too).
+// until the request is killed (a failed connection kills it too, once
+// the caller acknowledged the stream). m must not change afterwards: it
+// may be written again.
 func (o *muxOut) write(m codec.Message) (int, error) {
-	o.mu.Lock()
-	for o.credit <= 0 {
+	cost := codec.StreamIDSize + m.Size()
+	for {
+		if err := o.sync(); err != nil {
+			return 0, err
+		}
+		o.mu.Lock()
+		if o.credit > 0 {
+			o.credit -= int64(cost)
+			o.mu.Unlock()
+			break
+		}
 		o.mu.Unlock()
+		var acked <-chan struct{}
+		if !o.acked {
+			acked = o.slot.acked
+		}
 		select {
 		case <-o.more:
+		case <-acked:
+		case <-o.slot.lost:
 		case <-o.rc.Killed():
 			return 0, context.Cause(o.rc)
 		}
-		o.mu.Lock()
 	}
-	cost := codec.StreamIDSize + m.Size()
-	o.credit -= int64(cost)
-	o.mu.Unlock()
+	if !o.acked {
+		o.unacked = append(o.unacked, m)
+	}
 	end, err := o.link.w.send(o.id, m)
-	if err != nil {
+	if err == nil {
+		o.last = end
+		return cost, nil
+	}
+	if o.acked {
 		return 0, err
 	}
-	o.last = end
+	// The connection failed before the ack: the frame is kept, and goes
+	// out again on the next connection.
+	if err := o.sync(); err != nil {
+		return 0, err
+	}
 	return cost, nil
 }
 
 func (o *muxOut) handlerDone() {}
 
-// close ends the stream: a reset if the final frames did not end it (the
-// request was killed), then it waits until its frames are written.
+// close ends the stream. If the final frames ended it, it waits for the
+// caller's ack (moving the stream if its connection fails first), so
+// that they are not lost with a dead connection; otherwise (the request
+// was killed) it sends a reset. Then it waits until its frames are
+// written.
 func (o *muxOut) close(ended bool) {
+	if ended {
+		for !o.acked {
+			select {
+			case <-o.slot.acked:
+				o.acked, o.unacked = true, nil
+			case <-o.slot.lost:
+				if o.attach() != nil {
+					ended = false
+				}
+			case <-o.rc.Killed():
+				ended = false
+			}
+			if !ended {
+				break
+			}
+		}
+	}
 	if !ended {
 		if end, err := o.link.w.send(o.id, codec.Message{Header: ctrlReset}); err == nil {
 			o.last = end
 		}
 	}
 	_ = o.link.w.wait(o.last)
-	o.link.remove(o)
+	o.link.remove(o.slot)
 }
 
 // linkWriter serializes the frames of all streams on one connection.

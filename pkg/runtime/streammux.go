@@ -39,6 +39,7 @@ type muxConn struct {
 	conn net.Conn
 
 	wmu sync.Mutex // serializes writes
+	out []byte     // the reader's frames to the worker, sent when it has read all it has
 
 	mu      sync.Mutex
 	streams map[uint64]*muxStream // open streams; nil once the connection failed
@@ -81,10 +82,15 @@ func (s *streamServer) sharedConns() int {
 	return len(s.shared)
 }
 
-// read dispatches the connection's frames until it fails.
+// read dispatches the connection's frames until it fails. The frames it
+// answers with (acks, kills) go out together once it has handled all the
+// frames it has read.
 func (mc *muxConn) read() {
 	r := bufio.NewReaderSize(mc.conn, muxConnReadBuffer)
 	for {
+		if len(mc.out) > 0 && r.Buffered() == 0 {
+			mc.flush()
+		}
 		id, m, err := codec.ReadStreamMessage(r, mc.s.maxSize)
 		if err != nil {
 			mc.fail(err)
@@ -122,10 +128,26 @@ func (mc *muxConn) unknown(id uint64, m codec.Message) {
 	var hs handshake
 	if len(m.Data) == 0 && len(m.Header) > 0 && m.Header[0] == '{' && json.Unmarshal(m.Header, &hs) == nil && hs.Subject != "" {
 		if mc.s.open(mc, id, hs) {
+			mc.queue(id, ctrlAck)
 			return
 		}
 	}
 	mc.kill(id)
+}
+
+// queue adds a frame to the reader's next write.
+func (mc *muxConn) queue(id uint64, header []byte) {
+	mc.out = codec.AppendStreamMessage(mc.out, id, codec.Message{Header: header})
+}
+
+// flush writes the reader's queued frames (see send).
+func (mc *muxConn) flush() {
+	mc.write(mc.out)
+	if cap(mc.out) > muxConnReadBuffer {
+		mc.out = nil
+	} else {
+		mc.out = mc.out[:0]
+	}
 }
 
 // isStreamEnd reports whether a header-only frame ends a stream for the
@@ -176,19 +198,15 @@ func (mc *muxConn) remove(id uint64, killed bool) {
 }
 
 // kill tells the worker to abandon stream id, which this side does not
-// know; later frames for it are dropped.
+// know (it is the reader's); later frames for it are dropped.
 func (mc *muxConn) kill(id uint64) {
 	mc.mu.Lock()
-	if mc.streams == nil {
-		mc.mu.Unlock()
-		return
-	}
 	if len(mc.dead) >= maxDeadIDs {
 		clear(mc.dead)
 	}
 	mc.dead[id] = struct{}{}
 	mc.mu.Unlock()
-	mc.send(id, ctrlKill)
+	mc.queue(id, ctrlKill)
 }
 
 // send writes one header-only frame for stream id. Like the classic
@@ -197,7 +215,10 @@ func (mc *muxConn) kill(id uint64) {
 // failed write may have left part of a frame, so it closes the
 // connection (its reader then fails every stream on it).
 func (mc *muxConn) send(id uint64, header []byte) {
-	buf := codec.AppendStreamMessage(make([]byte, 0, codec.StreamIDSize+codec.PrefixSize+len(header)), id, codec.Message{Header: header})
+	mc.write(codec.AppendStreamMessage(make([]byte, 0, codec.StreamIDSize+codec.PrefixSize+len(header)), id, codec.Message{Header: header}))
+}
+
+func (mc *muxConn) write(buf []byte) {
 	mc.wmu.Lock()
 	defer mc.wmu.Unlock()
 	_ = mc.conn.SetWriteDeadline(time.Now().Add(time.Second))

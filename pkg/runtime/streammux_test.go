@@ -66,7 +66,14 @@ func (f *fakeWorker) send(id uint64, m codec.Message) {
 	}
 }
 
+// open opens p's stream and reads the caller's ack.
 func (f *fakeWorker) open(p *pendingStream) {
+	f.t.Helper()
+	f.sendOpening(p)
+	f.expect(p.id, `"ack"`)
+}
+
+func (f *fakeWorker) sendOpening(p *pendingStream) {
 	hs, _ := json.Marshal(handshake{Subject: p.subject, StreamType: streamTypeResponse})
 	f.send(p.id, codec.Message{Header: hs})
 }
@@ -370,7 +377,7 @@ func TestSharedStreamOpenedTooLateIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.release(p)
-	f.open(p)
+	f.sendOpening(p)
 	f.expect(p.id, `"kill"`)
 }
 
@@ -524,4 +531,145 @@ func FuzzSharedConnection(f *testing.F) {
 			p.markGone()
 		}
 	})
+}
+
+// blackhole forwards TCP connections to a target until freeze, after
+// which the connections it carries pass nothing either way and stay
+// open (a network cut whose end nobody saw); new connections pass.
+type blackhole struct {
+	ln     net.Listener
+	target string
+	done   chan struct{}
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	gate  chan struct{} // closed: the connections under this gate are cut
+	conns []net.Conn
+}
+
+func newBlackhole(t *testing.T, target string) *blackhole {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &blackhole{ln: ln, target: target, done: make(chan struct{}), gate: make(chan struct{})}
+	b.wg.Add(1)
+	go b.accept()
+	t.Cleanup(func() {
+		close(b.done)
+		ln.Close()
+		b.mu.Lock()
+		for _, c := range b.conns {
+			c.Close()
+		}
+		b.mu.Unlock()
+		b.wg.Wait()
+	})
+	return b
+}
+
+func (b *blackhole) accept() {
+	defer b.wg.Done()
+	for {
+		in, err := b.ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", b.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		b.mu.Lock()
+		b.conns = append(b.conns, in, out)
+		gate := b.gate
+		b.mu.Unlock()
+		b.wg.Add(2)
+		go b.pipe(in, out, gate)
+		go b.pipe(out, in, gate)
+	}
+}
+
+func (b *blackhole) pipe(dst, src net.Conn, gate chan struct{}) {
+	defer b.wg.Done()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		select {
+		case <-gate:
+			<-b.done // cut: swallow everything, close nothing
+			return
+		default:
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			dst.Close()
+			return
+		}
+	}
+}
+
+// freeze cuts the connections the blackhole carries now.
+func (b *blackhole) freeze() {
+	b.mu.Lock()
+	close(b.gate)
+	b.gate = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// A stream opened on a shared connection that went silent without
+// failing (the caller's end closed during a network cut, its reset lost)
+// is not lost: the caller never acknowledges it, the worker takes the
+// connection for dead after the ack timeout, opens the stream again on a
+// new connection and writes its frames again; the caller gets each frame
+// once.
+func TestStreamMovesOffASilentConnection(t *testing.T) {
+	s := newTestStreamServer(t, Config{})
+	hole := newBlackhole(t, s.ln.Addr().String())
+	pool := newMuxPool(Config{TCPConnectTimeout: 300 * time.Millisecond, ResponseMuxIdleTimeout: time.Minute}, slog.New(slog.DiscardHandler))
+	defer pool.close()
+
+	serveOne := func(items int) *testCall {
+		t.Helper()
+		c := startCall(t, s, nil)
+		rc := NewContext(t.Context(), "")
+		defer rc.Release()
+		o, err := pool.open(rc, tcpStreamInfo{Address: hole.ln.Addr().String(), Subject: c.p.subject, Mux: &muxInfo{Version: muxVersion, ServerID: s.serverID, StreamID: c.p.id}})
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		frames := []codec.Message{proOK}
+		for i := range items {
+			frames = append(frames, codec.Message{Data: appendDataFrame(nil, fmt.Appendf(nil, "%d", i))})
+		}
+		frames = append(frames, codec.Message{Data: completeFinalFrame}, codec.Message{Header: ctrlSentinel})
+		for _, m := range frames {
+			if _, err := o.write(m); err != nil {
+				t.Fatalf("write: %v", err)
+			}
+		}
+		o.close(true)
+		return c
+	}
+	c := serveOne(3)
+	if err := c.wait(t); err != nil || c.got() != "0,1,2" {
+		t.Fatalf("first stream: %q, %v", c.got(), err)
+	}
+	first := pool.size()
+
+	hole.freeze()
+	start := time.Now()
+	c = serveOne(5) // waits for the ack: until the connection is given up
+	if err := c.wait(t); err != nil || c.got() != "0,1,2,3,4" {
+		t.Fatalf("stream opened on the silent connection: %q, %v; want every item once", c.got(), err)
+	}
+	t.Logf("the stream moved to a new connection and completed %v after it was opened on the silent one", time.Since(start).Round(time.Millisecond))
+	if first != 1 || pool.size() != 1 {
+		t.Fatalf("worker connections: %d before, %d after; want 1 (the silent one replaced)", first, pool.size())
+	}
 }

@@ -67,7 +67,21 @@ func TestSharedConnectionKeepAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer worker.Close()
-	t.Run("worker", func(t *testing.T) { checkKeepAlive(t, worker) })
+	t.Run("worker", func(t *testing.T) {
+		checkKeepAlive(t, worker)
+		raw, err := worker.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ms int
+		var sockErr error
+		if err := raw.Control(func(fd uintptr) { ms, sockErr = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, 0x12) }); err != nil || sockErr != nil {
+			t.Fatalf("getsockopt TCP_USER_TIMEOUT: %v, %v", err, sockErr)
+		}
+		if ms != 5000 {
+			t.Errorf("TCP_USER_TIMEOUT = %d ms, want 5000: data in flight to a vanished caller fails the connection like its silence does", ms)
+		}
+	})
 	var caller net.Conn
 	deadline := time.Now().Add(5 * time.Second)
 	for caller == nil && time.Now().Before(deadline) {

@@ -126,6 +126,9 @@ var (
 	// ctrlReset: the worker abandons a stream on a shared connection (the
 	// counterpart of closing a classic one).
 	ctrlReset = []byte(`"reset"`)
+	// ctrlAck: the caller established a stream opened on a shared
+	// connection.
+	ctrlAck = []byte(`"ack"`)
 )
 
 var completeFinalFrame = []byte(`{"complete_final":true}`)
