@@ -142,6 +142,11 @@ func (a *ApproxIndexer) FindMatches(local []uint64) OverlapScores {
 	return a.idx.FindMatches(local)
 }
 
+// FindMatchesInto is Indexer.FindMatchesInto over the recorded blocks.
+func (a *ApproxIndexer) FindMatchesInto(m *Matches, local []uint64) {
+	a.idx.FindMatchesInto(m, local)
+}
+
 // RemoveWorker forgets every dp rank of worker id.
 func (a *ApproxIndexer) RemoveWorker(id uint64) {
 	a.mu.Lock()

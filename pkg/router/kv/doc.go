@@ -18,9 +18,11 @@
 // # Routing one request
 //
 // The caller hashes the prompt into blocks (package kvblock), asks the
-// indexer for the OverlapScores of those blocks, asks Sequences for the
-// active load of every worker (Sequences.Loads), and hands all of it to
-// Scheduler.Select, which returns the chosen Worker (worker id and
+// indexer which workers hold how much of them (Indexer.FindMatchesInto,
+// into a Matches the caller reuses, so that matching allocates nothing;
+// FindMatches returns the same as OverlapScores maps), asks Sequences for
+// the active load of every worker (Sequences.Loads), and hands all of it
+// to Scheduler.Select, which returns the chosen Worker (worker id and
 // data-parallel rank), its overlap in blocks and the cost of every
 // candidate. The cost of a candidate is the reference system's E1 formula
 //

@@ -54,13 +54,12 @@ func (x *Indexer) Dump() []kvblock.RouterEvent {
 		visit(it.n, &hash)
 
 		workers = workers[:0]
-		x.regMu.RLock()
+		byIndex := x.reg.Load().byIndex
 		for _, idx := range idxs {
-			if ws := x.byIndex[idx]; ws != nil {
+			if ws := byIndex[idx]; ws != nil {
 				workers = append(workers, ws.w)
 			}
 		}
-		x.regMu.RUnlock()
 		slices.SortFunc(workers, cmpWorker)
 		for _, w := range workers {
 			out = append(out, kvblock.RouterEvent{

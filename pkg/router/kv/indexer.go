@@ -24,16 +24,23 @@
 //     locks the parent and only try-locks the child, so no lock order can
 //     deadlock (if the try fails, the empty node stays linked, which is
 //     harmless).
-//   - FindMatches takes read locks only, one node at a time. Per level it
-//     compares the node's worker count and a 64-bit XOR fingerprint of its
-//     worker set with the active set's; only when they differ (a worker
-//     stops matching) does it intersect the sorted sets. A level costs one
-//     map or inline-child lookup, one RLock/RUnlock and two word compares;
-//     scratch space is pooled, so a query allocates only its result maps
-//     (which dominate at 1,000 workers).
-//   - A small registry (RWMutex) maps Worker to its state and dense index.
-//     Indexes are never reused, so a stale index can never be mistaken for
-//     a new worker. Sizes are atomics, so tree sizes need no lookup lock.
+//   - FindMatchesInto takes read locks only, one node at a time. Per level
+//     it compares the node's worker count and a 64-bit XOR fingerprint of
+//     its worker set with the active set's; only when they differ (a
+//     worker stops matching) does it intersect the sorted sets. A level
+//     costs one map or inline-child lookup, one RLock/RUnlock and two word
+//     compares. Its scratch space and its result live in a Matches the
+//     caller owns and reuses: the result is an array indexed by dense
+//     worker index whose entries are stamped per query, so it needs no
+//     clearing and a query allocates nothing. FindMatches wraps it and
+//     copies the result into maps, which at 1,000 workers (about 630
+//     scored each) costs several times the walk.
+//   - A small registry maps Worker to its state and dense index. It is
+//     copy-on-write: registering or removing a worker (rare) copies it
+//     under regMu and publishes the copy, so queries and Matches.Overlap
+//     read it without a lock. Indexes are never reused, so a stale index
+//     can never be mistaken for a new worker. Sizes are atomics, so tree
+//     sizes need no lookup lock.
 //
 // Alternatives: a global lock serialises every event and query; a single
 // owner goroutine (the reference KvIndexer) adds a channel hop per call
@@ -49,9 +56,10 @@
 // Measured (indexer_bench_test.go, 2-core AMD EPYC shared with other
 // jobs, so ranges): 64-block stored events plus 48-block evictions at
 // 3-4.7 M block events/s on one goroutine and 4-8.6 M/s with GOMAXPROCS=2
-// goroutines; FindMatches of a 64-block prompt over 100 workers 5-8 µs
-// p50 (12 µs with events applied concurrently), over 1,000 workers about
-// 60 µs p50.
+// goroutines. Matching a 64-block prompt (FindMatchesInto into a reused
+// Matches) takes 0.3 µs p50 over 100 workers and 5 µs over 1,000 (0.4
+// and 5.5 µs with events applied concurrently); FindMatches, which
+// returns maps, 4 and 31 µs (docs/benchmarks.md, issue 15).
 //
 // Consistency: FindMatches sees every node atomically but an event is not
 // atomic as a whole, so a query racing with a stored event may see a
@@ -79,6 +87,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -105,6 +114,13 @@ type OverlapScores struct {
 	TreeSizes map[Worker]int
 }
 
+var _ Overlaps = OverlapScores{}
+
+// Overlap returns w's entries in o.Scores and o.TreeSizes (0 if absent).
+func (o OverlapScores) Overlap(w Worker) (score uint32, treeSize int) {
+	return o.Scores[w], o.TreeSizes[w]
+}
+
 // IndexerOptions configures NewIndexer. The zero value is valid.
 type IndexerOptions struct {
 	// Metrics receives the event counters and the size gauge; nil records
@@ -122,7 +138,13 @@ type Indexer struct {
 	root    *node
 	total   atomic.Int64 // sum of all lookup sizes
 
-	regMu   sync.RWMutex
+	regMu sync.Mutex // serialises registry writers
+	reg   atomic.Pointer[registry]
+}
+
+// registry is an immutable snapshot of the registered workers: writers
+// publish a modified copy (Indexer.regMu held), readers load it.
+type registry struct {
 	byKey   map[Worker]*workerState
 	byIndex []*workerState // nil once removed; indexes are never reused
 }
@@ -142,11 +164,9 @@ type workerState struct {
 
 // NewIndexer returns an empty indexer.
 func NewIndexer(opts IndexerOptions) *Indexer {
-	return &Indexer{
-		metrics: opts.Metrics,
-		root:    &node{},
-		byKey:   make(map[Worker]*workerState),
-	}
+	x := &Indexer{metrics: opts.Metrics, root: &node{}}
+	x.reg.Store(&registry{byKey: map[Worker]*workerState{}})
+	return x
 }
 
 // Run blocks until ctx ends and returns nil. The indexer owns no
@@ -199,14 +219,12 @@ func (x *Indexer) Apply(ctx context.Context, ev kvblock.RouterEvent) error {
 // RemoveWorker forgets every dp rank of worker id: its blocks leave the
 // tree and it is no longer registered.
 func (x *Indexer) RemoveWorker(id uint64) {
-	x.regMu.RLock()
 	var states []*workerState
-	for w, ws := range x.byKey {
+	for w, ws := range x.reg.Load().byKey {
 		if w.ID == id {
 			states = append(states, ws)
 		}
 	}
-	x.regMu.RUnlock()
 	for _, ws := range states {
 		ws.mu.Lock()
 		if ws.removed {
@@ -219,8 +237,11 @@ func (x *Indexer) RemoveWorker(id uint64) {
 		x.metrics.addSize(-before)
 		ws.removed = true
 		x.regMu.Lock()
-		delete(x.byKey, ws.w)
-		x.byIndex[ws.idx] = nil
+		old := x.reg.Load()
+		r := &registry{byKey: maps.Clone(old.byKey), byIndex: slices.Clone(old.byIndex)}
+		delete(r.byKey, ws.w)
+		r.byIndex[ws.idx] = nil
+		x.reg.Store(r)
 		x.regMu.Unlock()
 		ws.mu.Unlock()
 	}
@@ -239,12 +260,11 @@ func (x *Indexer) ClearWorker(w Worker) {
 
 // Workers returns the registered workers sorted by id, then dp rank.
 func (x *Indexer) Workers() []Worker {
-	x.regMu.RLock()
-	out := make([]Worker, 0, len(x.byKey))
-	for w := range x.byKey {
+	byKey := x.reg.Load().byKey
+	out := make([]Worker, 0, len(byKey))
+	for w := range byKey {
 		out = append(out, w)
 	}
-	x.regMu.RUnlock()
 	slices.SortFunc(out, cmpWorker)
 	return out
 }
@@ -268,21 +288,20 @@ func (x *Indexer) lockWorker(w Worker) *workerState {
 
 // worker returns w's state, registering it if needed.
 func (x *Indexer) worker(w Worker) *workerState {
-	x.regMu.RLock()
-	ws := x.byKey[w]
-	x.regMu.RUnlock()
-	if ws != nil {
+	if ws := x.reg.Load().byKey[w]; ws != nil {
 		return ws
 	}
 	x.regMu.Lock()
 	defer x.regMu.Unlock()
-	if ws = x.byKey[w]; ws != nil {
+	old := x.reg.Load()
+	if ws := old.byKey[w]; ws != nil {
 		return ws
 	}
-	idx := uint32(len(x.byIndex))
-	ws = &workerState{w: w, idx: idx, fp: fingerprint(idx), lookup: make(map[uint64]*node)}
-	x.byKey[w] = ws
-	x.byIndex = append(x.byIndex, ws)
+	idx := uint32(len(old.byIndex))
+	ws := &workerState{w: w, idx: idx, fp: fingerprint(idx), lookup: make(map[uint64]*node)}
+	r := &registry{byKey: maps.Clone(old.byKey), byIndex: append(slices.Clone(old.byIndex), ws)}
+	r.byKey[w] = ws
+	x.reg.Store(r)
 	return ws
 }
 

@@ -154,17 +154,18 @@ func BenchmarkApplyStored(b *testing.B) {
 // workers and each prompt by a few), and each query is a random pool
 // prompt, a third of them with the tail replaced by unknown blocks from
 // a random point. It reports the p50 and p99 of the per-query latency.
-// The under-load variant applies ApplyStored's churn from another
-// goroutine at the same time.
+// Queries go through FindMatchesInto with one reused Matches, as the
+// router does; the maps variant calls FindMatches, which builds the
+// OverlapScores maps. The under-load variant applies ApplyStored's churn
+// from another goroutine at the same time.
+//
+//	go test -run '^$' -bench FindMatches -benchmem -benchtime 2s ./pkg/router/kv/
 func BenchmarkFindMatches(b *testing.B) {
 	pool := benchPool()
 	for _, nw := range []int{100, 1000} {
-		for _, load := range []bool{false, true} {
-			name := fmt.Sprintf("workers=%d", nw)
-			if load {
-				name += "/under-load"
-			}
-			b.Run(name, func(b *testing.B) {
+		for _, v := range []string{"", "/under-load", "/maps"} {
+			load, maps := v == "/under-load", v == "/maps"
+			b.Run(fmt.Sprintf("workers=%d%s", nw, v), func(b *testing.B) {
 				x := NewIndexer(IndexerOptions{})
 				rng := rand.New(rand.NewPCG(3, 4))
 				for _, w := range testWorkerRange(0, nw) {
@@ -201,16 +202,21 @@ func BenchmarkFindMatches(b *testing.B) {
 					close(stopped)
 				}
 				lat := make([]time.Duration, 0, 1<<16)
+				var m Matches
 				i := 0
 				b.ResetTimer()
 				for b.Loop() {
+					q := queries[i%len(queries)]
 					t0 := time.Now()
-					o := x.FindMatches(queries[i%len(queries)])
+					if maps {
+						_ = x.FindMatches(q)
+					} else {
+						x.FindMatchesInto(&m, q)
+					}
 					d := time.Since(t0)
 					if len(lat) < cap(lat) {
 						lat = append(lat, d)
 					}
-					_ = o
 					i++
 				}
 				b.StopTimer()

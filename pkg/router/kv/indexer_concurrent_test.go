@@ -47,6 +47,7 @@ func testIndexerConcurrent(t *testing.T, prefixClosed bool) {
 	for r := range 2 {
 		readers.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(r), 99))
+			var m Matches // reused, as the router does
 			for n := 0; ; n++ {
 				select {
 				case <-done:
@@ -64,6 +65,14 @@ func testIndexerConcurrent(t *testing.T, prefixClosed bool) {
 					}
 					if _, ok := o.TreeSizes[w]; !ok {
 						t.Errorf("FindMatches(%v): %v has no tree size", q, w)
+					}
+				}
+				x.FindMatchesInto(&m, q)
+				for _, g := range gens {
+					for _, w := range g.workers {
+						if s, _ := m.Overlap(w); int(s) > len(q) {
+							t.Errorf("FindMatchesInto(%v): %v scores %d", q, w, s)
+						}
 					}
 				}
 				if n%50 == 0 {

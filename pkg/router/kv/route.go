@@ -18,7 +18,7 @@ import (
 // matcher finds how much of a prompt each worker holds: *Indexer (KV
 // events) or *ApproxIndexer (no events).
 type matcher interface {
-	FindMatches(local []uint64) OverlapScores
+	FindMatchesInto(m *Matches, local []uint64)
 }
 
 // pusher sends a request to an instance the router chose: the push
@@ -62,6 +62,8 @@ type Router struct {
 
 	mu      sync.Mutex
 	tracked map[Worker]bool // workers the load tracker knows
+
+	matches sync.Pool // *Matches, reused so that matching allocates nothing
 }
 
 // NewRouter returns a KV router.
@@ -144,7 +146,15 @@ func (r *Router) choose(req *backend.Request) (*choice, error) {
 	start := time.Now()
 	local := kvblock.LocalHashes(req.TokenIDs, r.cfg.BlockSize)
 	hashed := time.Now()
-	scores := r.d.Matcher.FindMatches(local)
+	scores, _ := r.matches.Get().(*Matches)
+	if scores == nil {
+		scores = new(Matches)
+	}
+	defer func() {
+		scores.release()
+		r.matches.Put(scores)
+	}()
+	r.d.Matcher.FindMatchesInto(scores, local)
 	matched := time.Now()
 	var candidates []Worker
 	for _, id := range r.d.Next.Available() {

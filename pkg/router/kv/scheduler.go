@@ -96,6 +96,15 @@ type Override struct {
 	Temperature *float64 `json:"router_temperature,omitempty"`
 }
 
+// Overlaps is a prefix match result as the scheduler reads it: *Matches
+// (Indexer.FindMatchesInto, which allocates nothing) and OverlapScores
+// (maps) implement it.
+type Overlaps interface {
+	// Overlap returns w's overlap score (cached leading blocks) and tree
+	// size (cached blocks in all), 0 and 0 for a worker without a score.
+	Overlap(w Worker) (score uint32, treeSize int)
+}
+
 // ScheduleRequest is the input of one worker selection.
 type ScheduleRequest struct {
 	// Candidates are the (worker, dp rank) pairs that may serve the
@@ -103,9 +112,10 @@ type ScheduleRequest struct {
 	Candidates []Worker
 	// ISL is the prompt length in tokens (>= 0).
 	ISL int
-	// Overlaps are the indexer's prefix matches for the prompt's blocks;
-	// a candidate without a score has overlap 0 and tree size 0.
-	Overlaps OverlapScores
+	// Overlaps are the indexer's prefix matches for the prompt's blocks
+	// (a *Matches or an OverlapScores); a candidate without a score, or
+	// every candidate if Overlaps is nil, has overlap 0 and tree size 0.
+	Overlaps Overlaps
 	// Loads is the router-side load per candidate (Sequences.Loads); a
 	// candidate missing from it is costed as if idle and unknown (see
 	// WorkerCost).

@@ -47,8 +47,12 @@ type WorkerCost struct {
 // cost computes the E1 cost of candidate w (spec §4.2).
 func (s *Scheduler) cost(w Worker, req ScheduleRequest, weight float64) WorkerCost {
 	bs := s.cfg.BlockSize
-	overlap := req.Overlaps.Scores[w]
-	c := WorkerCost{Worker: w, OverlapBlocks: overlap, TreeSize: req.Overlaps.TreeSizes[w]}
+	var overlap uint32
+	var tree int
+	if req.Overlaps != nil {
+		overlap, tree = req.Overlaps.Overlap(w)
+	}
+	c := WorkerCost{Worker: w, OverlapBlocks: overlap, TreeSize: tree}
 	load, known := req.Loads[w]
 	if known {
 		c.PrefillTokens = load.ActivePrefillTokens + max(0, req.ISL-int(overlap)*bs)

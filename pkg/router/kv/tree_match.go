@@ -2,29 +2,48 @@ package kv
 
 import "sync"
 
-// matchScratch is FindMatches' reusable working space.
-type matchScratch struct {
-	active []uint32 // workers matching every block so far, sorted
-	done   []scored // workers that stopped matching, with their depth
-}
-
-// scored is a worker index and its prefix depth.
-type scored struct {
-	idx, depth uint32
-}
-
-var matchPool = sync.Pool{New: func() any { return new(matchScratch) }}
+// matchPool holds FindMatches' Matches.
+var matchPool = sync.Pool{New: func() any { return new(Matches) }}
 
 // FindMatches returns, for every worker caching the first of the given
 // local (tokens) hashes, how many leading hashes it caches in a row, and
 // its total cached blocks (spec §3.2, early_exit false). It takes read
-// locks only and runs concurrently with Apply.
+// locks only and runs concurrently with Apply. It allocates the two
+// result maps; FindMatchesInto, which the router uses, does not.
 func (x *Indexer) FindMatches(local []uint64) OverlapScores {
-	if len(local) == 0 {
-		return OverlapScores{Scores: map[Worker]uint32{}, TreeSizes: map[Worker]int{}}
+	m := matchPool.Get().(*Matches)
+	m.reset()
+	x.walk(m, local)
+	o := OverlapScores{Scores: make(map[Worker]uint32, len(m.done)), TreeSizes: make(map[Worker]int, len(m.done))}
+	byIndex := x.reg.Load().byIndex
+	for _, d := range m.done {
+		if ws := byIndex[d.idx]; ws != nil {
+			o.Scores[ws.w] = d.depth
+			o.TreeSizes[ws.w] = int(ws.size.Load())
+		}
 	}
-	s := matchPool.Get().(*matchScratch)
-	active, done := s.active[:0], s.done[:0]
+	matchPool.Put(m)
+	return o
+}
+
+// FindMatchesInto is FindMatches with the result written into m, which
+// it overwrites (see Matches): once m has grown to the number of
+// registered workers, it allocates nothing.
+func (x *Indexer) FindMatchesInto(m *Matches, local []uint64) {
+	m.reset()
+	x.walk(m, local)
+	// Workers removed during the walk are left out (their index is nil in
+	// the registry from then on).
+	m.fill(x.reg.Load())
+}
+
+// walk matches local down the tree, leaving in m.done every worker that
+// caches local[0] with its prefix depth. m has been reset.
+func (x *Indexer) walk(m *Matches, local []uint64) {
+	if len(local) == 0 {
+		return
+	}
+	active, done := m.active, m.done
 
 	x.root.mu.RLock()
 	n := x.root.child(local[0])
@@ -53,19 +72,7 @@ func (x *Indexer) FindMatches(local []uint64) OverlapScores {
 	for _, idx := range active {
 		done = append(done, scored{idx, depth})
 	}
-
-	res := OverlapScores{Scores: make(map[Worker]uint32, len(done)), TreeSizes: make(map[Worker]int, len(done))}
-	x.regMu.RLock()
-	for _, d := range done {
-		if ws := x.byIndex[d.idx]; ws != nil {
-			res.Scores[ws.w] = d.depth
-			res.TreeSizes[ws.w] = int(ws.size.Load())
-		}
-	}
-	x.regMu.RUnlock()
-	s.active, s.done = active, done
-	matchPool.Put(s)
-	return res
+	m.active, m.done = active, done
 }
 
 // keepMatching removes from active (sorted) the workers not in workers
