@@ -21,7 +21,12 @@ import (
 // the caller's client and the worker's instance id.
 func benchPair(b *testing.B, plane string) (*runtime.Client, uint64) {
 	b.Helper()
-	cfg := runtime.Config{Discovery: runtime.DiscoveryMem, RequestPlane: plane, TCPHost: "127.0.0.1", SystemPort: runtime.SystemPortDisabled, GracePeriod: -1}
+	return benchPairConfig(b, runtime.Config{Discovery: runtime.DiscoveryMem, RequestPlane: plane, TCPHost: "127.0.0.1", SystemPort: runtime.SystemPortDisabled, GracePeriod: -1})
+}
+
+func benchPairConfig(b *testing.B, cfg runtime.Config) (*runtime.Client, uint64) {
+	b.Helper()
+	plane := cfg.RequestPlane
 	if plane == runtime.PlaneNATS {
 		cfg.NATSServer = testenv.StartNATS(b).URL
 	}
@@ -110,6 +115,33 @@ func BenchmarkConcurrentRoundTrip(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+		})
+	}
+}
+
+// BenchmarkConcurrentStream is the load of a serving stack: many calls in
+// flight at once (8 goroutines per core), each streaming 100 small items
+// (like a short answer's tokens). It reports requests/s and items/s
+// through one caller and one worker.
+//
+//	go test -run='^$' -bench=ConcurrentStream ./pkg/runtime/
+func BenchmarkConcurrentStream(b *testing.B) {
+	const items = 100
+	for _, plane := range []string{runtime.PlaneTCP, runtime.PlaneNATS} {
+		b.Run(plane, func(b *testing.B) {
+			cl, id := benchPair(b, plane)
+			payload := []byte(`{"n":` + strconv.Itoa(items) + `}`)
+			b.SetParallelism(8)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					n := 0
+					if err := cl.Call(runtime.NewContext(context.Background(), ""), id, payload, func([]byte) error { n++; return nil }); err != nil || n != items {
+						b.Fatalf("got %d items, %v", n, err)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+			b.ReportMetric(float64(items*b.N)/b.Elapsed().Seconds(), "items/s")
 		})
 	}
 }

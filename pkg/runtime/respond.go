@@ -24,10 +24,11 @@ const postSentinelWait = 10 * time.Second
 // connection of its own (connOut) or a stream on a shared connection
 // (muxOut).
 type responseOut interface {
-	// write sends one frame of the stream and returns its size on the
-	// wire. On a shared connection it may wait for flow-control credit,
-	// until the request is killed.
-	write(m codec.Message) (int, error)
+	// write sends frames of the stream, in one write when it can, and
+	// returns their size on the wire. On a shared connection it may wait
+	// for flow-control credit, until the request is killed. The messages
+	// are not used after write returns.
+	write(ms ...codec.Message) (int, error)
 	// handlerDone is called when the handler returned, before the final
 	// frames.
 	handlerDone()
@@ -45,7 +46,9 @@ type responder struct {
 	maxSize int // largest frame the caller accepts
 
 	mu        sync.Mutex
-	started   bool // the prologue was sent
+	started   bool   // the prologue was sent
+	scratch   []byte // the item frame being written (write copies it)
+	frames    [2]codec.Message
 	firstSent time.Time
 	received  time.Time
 }
@@ -121,8 +124,11 @@ func (o *connOut) readControl() {
 	}
 }
 
-func (o *connOut) write(m codec.Message) (int, error) {
-	o.buf = codec.AppendMessage(o.buf[:0], m)
+func (o *connOut) write(ms ...codec.Message) (int, error) {
+	o.buf = o.buf[:0]
+	for _, m := range ms {
+		o.buf = codec.AppendMessage(o.buf, m)
+	}
 	_, err := o.conn.Write(o.buf)
 	return len(o.buf), err
 }
@@ -142,8 +148,8 @@ func (o *connOut) close(bool) {
 	<-o.readerDone
 }
 
-func (r *responder) write(m codec.Message) error {
-	n, err := r.out.write(m)
+func (r *responder) write(ms ...codec.Message) error {
+	n, err := r.out.write(ms...)
 	if err != nil {
 		r.rc.kill(ErrCallerGone)
 		return fmt.Errorf("runtime: response stream: %w", err)
@@ -152,16 +158,18 @@ func (r *responder) write(m codec.Message) error {
 	return nil
 }
 
-func (r *responder) prologue(e *Error) error {
-	p := prologue{}
-	if e != nil {
-		text := e.Error()
-		p.Error, p.ErrorDetail = &text, e
-	}
-	hdr, _ := json.Marshal(p)
+// prologue returns the prologue frame (success when e is nil).
+func (r *responder) prologue(e *Error) codec.Message {
 	r.started = true
-	return r.write(codec.Message{Header: hdr})
+	if e == nil {
+		return codec.Message{Header: prologueOK}
+	}
+	text := e.Error()
+	hdr, _ := json.Marshal(prologue{Error: &text, ErrorDetail: e})
+	return codec.Message{Header: hdr}
 }
+
+var prologueOK = []byte(`{"error":null}`)
 
 // emit sends one item; it is the emit function handed to the Handler.
 func (r *responder) emit(item []byte) error {
@@ -173,16 +181,17 @@ func (r *responder) emit(item []byte) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.started {
-		if err := r.prologue(nil); err != nil {
-			return err
-		}
-	}
-	data := appendDataFrame(make([]byte, 0, len(item)+48), item)
+	r.scratch = appendDataFrame(r.scratch[:0], item)
+	data := r.scratch
 	if len(data)+24 > r.maxSize {
 		return NewError(TypeInvalidArgument, "runtime: response item of %d bytes exceeds the %d-byte frame limit", len(item), r.maxSize)
 	}
-	if err := r.write(codec.Message{Data: data}); err != nil {
+	frames := r.frames[:0]
+	if !r.started {
+		frames = append(frames, r.prologue(nil)) // with the first item, in one write
+	}
+	frames = append(frames, codec.Message{Data: data})
+	if err := r.write(frames...); err != nil {
 		r.metrics.errors.WithLabelValues("publish_response").Inc()
 		return err
 	}
@@ -201,23 +210,22 @@ func (r *responder) finish(herr error) (ended bool) {
 	if r.rc.IsKilled() {
 		return false // the caller is gone or asked to abandon: no final frames
 	}
+	var frames []codec.Message
 	if herr != nil {
 		if !r.started {
 			r.metrics.errors.WithLabelValues("generate").Inc()
-			return r.prologue(AsError(herr)) == nil
+			return r.write(r.prologue(AsError(herr))) == nil
 		}
 		frame, _ := errorFrame(AsError(herr))
-		if r.write(codec.Message{Data: frame}) != nil {
-			return false
-		}
+		frames = append(frames, codec.Message{Data: frame})
 	} else if !r.started {
-		if r.prologue(nil) != nil {
-			return false
-		}
+		frames = append(frames, r.prologue(nil))
 	}
-	if err := r.write(codec.Message{Data: completeFinalFrame}); err != nil {
+	// The final frames go out in one write.
+	frames = append(frames, codec.Message{Data: completeFinalFrame}, codec.Message{Header: ctrlSentinel})
+	if err := r.write(frames...); err != nil {
 		r.metrics.errors.WithLabelValues("publish_final").Inc()
 		return false
 	}
-	return r.write(codec.Message{Header: ctrlSentinel}) == nil
+	return true
 }

@@ -40,6 +40,10 @@ var sharedUserTimeout = streamKeepAlive.Idle + time.Duration(streamKeepAlive.Cou
 // after the one it was on failed before the caller acknowledged it.
 const maxAttach = 3
 
+// unackedPool recycles the buffers in which streams keep their frames
+// until the caller acknowledges them.
+var unackedPool = sync.Pool{New: func() any { return new([]byte) }}
+
 // maxSpareWriteBuffer bounds the write buffer a shared connection keeps
 // between writes (one huge item must not pin its buffer).
 const maxSpareWriteBuffer = 1 << 20
@@ -292,10 +296,7 @@ func (l *muxLink) read() {
 // connection that failed).
 func (l *muxLink) attach(o *muxOut) error {
 	slot := &muxSlot{o: o, acked: make(chan struct{}), lost: make(chan struct{})}
-	credit := l.window
-	for _, m := range o.unacked {
-		credit -= int64(codec.StreamIDSize + m.Size())
-	}
+	credit := l.window - int64(len(o.unacked))
 	o.mu.Lock()
 	o.credit = credit // before the caller can grant more
 	o.mu.Unlock()
@@ -317,11 +318,8 @@ func (l *muxLink) attach(o *muxOut) error {
 
 	o.link, o.slot = l, slot
 	end, err := l.w.send(o.id, codec.Message{Header: o.opening})
-	for _, m := range o.unacked {
-		if err != nil {
-			break
-		}
-		end, err = l.w.send(o.id, m)
+	if err == nil && len(o.unacked) > 0 {
+		end, err = l.w.sendRaw(o.unacked)
 	}
 	if err != nil {
 		return errLinkDead // the connection failed: the slot is lost
@@ -435,7 +433,7 @@ type muxOut struct {
 	link     *muxLink
 	slot     *muxSlot
 	acked    bool
-	unacked  []codec.Message // frames written since the opening, until the ack
+	unacked  []byte // the frames written since the opening, encoded, until the ack
 	attaches int
 	last     int64 // the write offset after this stream's latest frame
 
@@ -469,13 +467,23 @@ func (o *muxOut) sync() error {
 	}
 	select {
 	case <-o.slot.acked:
-		o.acked, o.unacked = true, nil
+		o.gotAck()
 		return nil
 	case <-o.slot.lost:
 		return o.attach()
 	default:
 		return nil
 	}
+}
+
+// gotAck notes the caller's ack: the kept frames are not needed anymore.
+func (o *muxOut) gotAck() {
+	o.acked = true
+	if o.unacked != nil && cap(o.unacked) <= maxSpareWriteBuffer {
+		b := o.unacked[:0]
+		unackedPool.Put(&b)
+	}
+	o.unacked = nil
 }
 
 func (o *muxOut) addCredit(n int64) {
@@ -490,10 +498,12 @@ func (o *muxOut) addCredit(n int64) {
 
 // write sends one frame once the stream has credit; it waits for credit
 // until the request is killed (a failed connection kills it too, once
-// the caller acknowledged the stream). m must not change afterwards: it
-// may be written again.
-func (o *muxOut) write(m codec.Message) (int, error) {
-	cost := codec.StreamIDSize + m.Size()
+// the caller acknowledged the stream).
+func (o *muxOut) write(ms ...codec.Message) (int, error) {
+	cost := 0
+	for _, m := range ms {
+		cost += codec.StreamIDSize + m.Size()
+	}
 	for {
 		if err := o.sync(); err != nil {
 			return 0, err
@@ -518,9 +528,14 @@ func (o *muxOut) write(m codec.Message) (int, error) {
 		}
 	}
 	if !o.acked {
-		o.unacked = append(o.unacked, m)
+		if o.unacked == nil {
+			o.unacked = *unackedPool.Get().(*[]byte)
+		}
+		for _, m := range ms {
+			o.unacked = codec.AppendStreamMessage(o.unacked, o.id, m)
+		}
 	}
-	end, err := o.link.w.send(o.id, m)
+	end, err := o.link.w.send(o.id, ms...)
 	if err == nil {
 		o.last = end
 		return cost, nil
@@ -548,7 +563,7 @@ func (o *muxOut) close(ended bool) {
 		for !o.acked {
 			select {
 			case <-o.slot.acked:
-				o.acked, o.unacked = true, nil
+				o.gotAck()
 			case <-o.slot.lost:
 				if o.attach() != nil {
 					ended = false
@@ -588,9 +603,18 @@ type linkWriter struct {
 	err     error
 }
 
-// send queues the frame of stream id, writes if nobody is writing, and
-// returns the write offset after the frame.
-func (w *linkWriter) send(id uint64, m codec.Message) (int64, error) {
+// send queues frames of stream id, writes if nobody is writing, and
+// returns the write offset after them.
+func (w *linkWriter) send(id uint64, ms ...codec.Message) (int64, error) {
+	return w.queue(func(buf []byte) []byte {
+		for _, m := range ms {
+			buf = codec.AppendStreamMessage(buf, id, m)
+		}
+		return buf
+	})
+}
+
+func (w *linkWriter) queue(add func([]byte) []byte) (int64, error) {
 	w.mu.Lock()
 	if w.err != nil {
 		err := w.err
@@ -598,7 +622,7 @@ func (w *linkWriter) send(id uint64, m codec.Message) (int64, error) {
 		return 0, err
 	}
 	n := len(w.buf)
-	w.buf = codec.AppendStreamMessage(w.buf, id, m)
+	w.buf = add(w.buf)
 	w.queued += int64(len(w.buf) - n)
 	end := w.queued
 	if w.writing {
@@ -630,6 +654,11 @@ func (w *linkWriter) send(id uint64, m codec.Message) (int64, error) {
 		return 0, err
 	}
 	return end, nil
+}
+
+// sendRaw queues frames already encoded (stream ids included) like send.
+func (w *linkWriter) sendRaw(frames []byte) (int64, error) {
+	return w.queue(func(buf []byte) []byte { return append(buf, frames...) })
 }
 
 // wait returns once everything up to offset end is written, or the

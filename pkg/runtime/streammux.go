@@ -23,12 +23,22 @@ import (
 // takes them, so each queue holds at most about one window: a slow
 // consumer stalls only its own stream, at the worker.
 
+// errStreamClosed marks a stream whose call ended: frames still arriving
+// for it are dropped.
+var errStreamClosed = errors.New("runtime: stream closed")
+
 // errWindowOverrun fails a stream whose worker sent more than its credit.
 var errWindowOverrun = errors.New("flow-control window overrun")
 
 // muxConnReadBuffer is the read buffer of a shared connection: it carries
 // the frames of many streams, often several per write.
 const muxConnReadBuffer = 64 << 10
+
+// queuePool recycles the streams' frame queues.
+var queuePool = sync.Pool{New: func() any { return new([]codec.Message) }}
+
+// maxPooledQueue bounds the queues kept for reuse.
+const maxPooledQueue = 1024
 
 // maxDeadIDs bounds the ids a shared connection remembers having killed.
 const maxDeadIDs = 4096
@@ -285,6 +295,9 @@ func (st *muxStream) deliver(m codec.Message) {
 			st.err = errWindowOverrun
 			st.queue, st.head, st.queued = nil, 0, 0
 		} else {
+			if st.queue == nil {
+				st.queue = *queuePool.Get().(*[]codec.Message)
+			}
 			st.queue = append(st.queue, m)
 		}
 	}
@@ -416,6 +429,15 @@ func (st *muxStream) abort() {}
 func (st *muxStream) close(ended bool) {
 	if st.orphan != nil {
 		st.orphan.Stop()
+	}
+	st.mu.Lock()
+	q := st.queue
+	st.queue, st.head, st.err = nil, 0, errStreamClosed
+	st.mu.Unlock()
+	if q != nil && cap(q) <= maxPooledQueue {
+		clear(q[:cap(q)])
+		q = q[:0]
+		queuePool.Put(&q)
 	}
 	st.mc.remove(st.id, !ended)
 	if !ended {
