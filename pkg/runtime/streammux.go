@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"net"
@@ -93,12 +94,13 @@ func (s *streamServer) sharedConns() int {
 }
 
 // read dispatches the connection's frames until it fails. The frames it
-// answers with (acks, kills) go out together once it has handled all the
-// frames it has read.
+// answers with (acks, kills) go out together before it reads from the
+// connection again, that is once it has handled every complete frame it
+// has buffered (or has queued a lot).
 func (mc *muxConn) read() {
 	r := bufio.NewReaderSize(mc.conn, muxConnReadBuffer)
 	for {
-		if len(mc.out) > 0 && r.Buffered() == 0 {
+		if len(mc.out) > 0 && (len(mc.out) >= maxQueuedReplies || !frameBuffered(r)) {
 			mc.flush()
 		}
 		id, m, err := codec.ReadStreamMessage(r, mc.s.maxSize)
@@ -143,6 +145,25 @@ func (mc *muxConn) unknown(id uint64, m codec.Message) {
 		}
 	}
 	mc.kill(id)
+}
+
+// maxQueuedReplies is how many bytes of answers the reader holds back at
+// most.
+const maxQueuedReplies = 16 << 10
+
+// frameBuffered reports whether r holds a complete stream frame, so that
+// reading it does not touch the connection.
+func frameBuffered(r *bufio.Reader) bool {
+	const prefix = codec.StreamIDSize + codec.PrefixSize
+	n := r.Buffered()
+	if n < prefix {
+		return false
+	}
+	p, _ := r.Peek(prefix)
+	hl := binary.BigEndian.Uint64(p[codec.StreamIDSize:])
+	bl := binary.BigEndian.Uint64(p[codec.StreamIDSize+8:])
+	rest := uint64(n - prefix)
+	return hl <= rest && bl <= rest-hl
 }
 
 // queue adds a frame to the reader's next write.

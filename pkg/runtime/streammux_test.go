@@ -673,3 +673,26 @@ func TestStreamMovesOffASilentConnection(t *testing.T) {
 		t.Fatalf("worker connections: %d before, %d after; want 1 (the silent one replaced)", first, pool.size())
 	}
 }
+
+// The caller acks a stream before it waits for more from the connection,
+// even when what it has read ends inside the next frame (under a steady
+// flow its buffer is never empty at a frame boundary).
+func TestSharedStreamAckIsNotHeldBehindAPartialFrame(t *testing.T) {
+	s := newTestStreamServer(t, Config{})
+	f := dialFake(t, s)
+	c := startCall(t, s, nil)
+	hs, _ := json.Marshal(handshake{Subject: c.p.subject, StreamType: streamTypeResponse})
+	b := codec.AppendStreamMessage(nil, c.p.id, codec.Message{Header: hs})
+	next := codec.AppendStreamMessage(nil, c.p.id, proOK)
+	if _, err := f.conn.Write(append(b, next[:10]...)); err != nil {
+		t.Fatal(err)
+	}
+	f.expect(c.p.id, `"ack"`)
+	if _, err := f.conn.Write(next[10:]); err != nil {
+		t.Fatal(err)
+	}
+	f.send(c.p.id, codec.Message{Data: completeFinalFrame})
+	if err := c.wait(t); err != nil {
+		t.Fatal(err)
+	}
+}
