@@ -33,44 +33,30 @@ func (c *ChatCompletionChunk) appendJSON(b []byte) ([]byte, bool) {
 	b = append(b, `,"system_fingerprint":`...)
 	b = appendOptString(b, c.SystemFingerprint)
 	b = append(b, `,"choices":`...)
-	if c.Choices == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range c.Choices {
-			ch := &c.Choices[i]
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"index":`...)
-			b = strconv.AppendInt(b, int64(ch.Index), 10)
-			b = append(b, `,"delta":{`...)
-			first := true
-			field := func(name string) {
-				if !first {
-					b = append(b, ',')
-				}
-				first = false
-				b = append(b, name...)
-			}
-			if ch.Delta.Role != "" {
-				field(`"role":`)
-				b = appendString(b, ch.Delta.Role)
-			}
-			if ch.Delta.Content != nil {
-				field(`"content":`)
-				b = appendString(b, *ch.Delta.Content)
-			}
-			if ch.Delta.ReasoningContent != nil {
-				field(`"reasoning_content":`)
-				b = appendString(b, *ch.Delta.ReasoningContent)
-			}
-			b = append(b, `},"finish_reason":`...)
-			b = appendOptString(b, ch.FinishReason)
-			b = append(b, `,"logprobs":null}`...)
+	b = appendChoices(b, len(c.Choices), c.Choices == nil, func(b []byte, i int) []byte {
+		ch := &c.Choices[i]
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(ch.Index), 10)
+		b = append(b, `,"delta":{`...)
+		sep := ""
+		if ch.Delta.Role != "" {
+			b = append(b, `"role":`...)
+			b = appendString(b, ch.Delta.Role)
+			sep = ","
 		}
-		b = append(b, ']')
-	}
+		if ch.Delta.Content != nil {
+			b = append(append(b, sep...), `"content":`...)
+			b = appendString(b, *ch.Delta.Content)
+			sep = ","
+		}
+		if ch.Delta.ReasoningContent != nil {
+			b = append(append(b, sep...), `"reasoning_content":`...)
+			b = appendString(b, *ch.Delta.ReasoningContent)
+		}
+		b = append(b, `},"finish_reason":`...)
+		b = appendOptString(b, ch.FinishReason)
+		return append(b, `,"logprobs":null}`...)
+	})
 	return append(b, `,"usage":null}`...), true
 }
 
@@ -89,26 +75,33 @@ func (c *Completion) appendJSON(b []byte) ([]byte, bool) {
 		b = appendString(b, *c.SystemFingerprint)
 	}
 	b = append(b, `,"choices":`...)
-	if c.Choices == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range c.Choices {
-			ch := &c.Choices[i]
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"index":`...)
-			b = strconv.AppendInt(b, int64(ch.Index), 10)
-			b = append(b, `,"text":`...)
-			b = appendString(b, ch.Text)
-			b = append(b, `,"logprobs":null,"finish_reason":`...)
-			b = appendOptString(b, ch.FinishReason)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
+	b = appendChoices(b, len(c.Choices), c.Choices == nil, func(b []byte, i int) []byte {
+		ch := &c.Choices[i]
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(ch.Index), 10)
+		b = append(b, `,"text":`...)
+		b = appendString(b, ch.Text)
+		b = append(b, `,"logprobs":null,"finish_reason":`...)
+		b = appendOptString(b, ch.FinishReason)
+		return append(b, '}')
+	})
 	return append(b, `,"usage":null}`...), true
+}
+
+// appendChoices appends a JSON array of n elements written by elem, or
+// null for a nil slice.
+func appendChoices(b []byte, n int, isNil bool, elem func(b []byte, i int) []byte) []byte {
+	if isNil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = elem(b, i)
+	}
+	return append(b, ']')
 }
 
 // appendHead appends {"id":..,"object":..,"created":..,"model":..
