@@ -23,8 +23,12 @@ import (
 var errLinkClosed = errors.New("runtime: shared response connection closed")
 
 // errLinkDead makes attach try another connection: the one it found was
-// closing, or failed before the caller acknowledged the stream.
+// closing.
 var errLinkDead = errors.New("runtime: shared response connection is closing")
+
+// errLinkLost: the connection failed while a stream was being opened on
+// it.
+var errLinkLost = errors.New("runtime: shared response connection failed")
 
 // errAckOverdue fails a shared connection on which the caller did not
 // acknowledge a stream in time: it is taken for dead (a caller whose end
@@ -181,6 +185,7 @@ type muxSlot struct {
 	lost    chan struct{} // closed when the connection failed before that
 	timer   *time.Timer   // fails the connection if the ack is overdue
 	isAcked bool          // under the link's mu
+	isLost  bool          // under the link's mu: lost is (being) closed
 }
 
 // run dials the caller, then reads its control frames until the
@@ -277,7 +282,7 @@ func (l *muxLink) read() {
 		switch ctrl, _ := decodeControl(m.Header); ctrl {
 		case "ack":
 			l.mu.Lock()
-			if !slot.isAcked {
+			if !slot.isAcked && !slot.isLost {
 				slot.isAcked = true
 				slot.timer.Stop()
 				close(slot.acked)
@@ -293,7 +298,9 @@ func (l *muxLink) read() {
 
 // attach gives o a place on the connection and writes its opening frame,
 // then the frames the caller has not acknowledged yet (o was on another
-// connection that failed).
+// connection that failed). It returns errLinkDead if the connection was
+// closing (nothing was written), and errLinkLost if it failed while the
+// frames were written.
 func (l *muxLink) attach(o *muxOut) error {
 	slot := &muxSlot{o: o, acked: make(chan struct{}), lost: make(chan struct{})}
 	credit := l.window - int64(len(o.unacked))
@@ -322,7 +329,7 @@ func (l *muxLink) attach(o *muxOut) error {
 		end, err = l.w.sendRaw(o.unacked)
 	}
 	if err != nil {
-		return errLinkDead // the connection failed: the slot is lost
+		return errLinkLost // the connection failed: the slot is lost
 	}
 	o.last = end
 	return nil
@@ -395,20 +402,26 @@ func (l *muxLink) doFail() {
 		l.idle.Stop()
 	}
 	var killed []*muxOut
+	var lost []*muxSlot
 	for _, slot := range streams {
 		slot.timer.Stop()
 		if slot.isAcked {
 			killed = append(killed, slot.o)
 		} else {
-			close(slot.lost)
+			slot.isLost = true
+			lost = append(lost, slot)
 		}
 	}
 	conn := l.conn
 	l.mu.Unlock()
+	// Out of the pool before the lost streams look for another connection.
 	l.pool.forget(l)
 	l.w.fail(errLinkClosed)
 	if conn != nil {
 		conn.Close()
+	}
+	for _, slot := range lost {
+		close(slot.lost)
 	}
 	for _, o := range killed {
 		o.rc.kill(ErrCallerGone)

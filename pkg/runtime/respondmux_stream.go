@@ -37,17 +37,25 @@ type muxOut struct {
 }
 
 // attach opens the stream on the caller's connection, dialling it if
-// needed; a bounded number of times in all.
+// needed; on maxAttach connections at most in all.
 func (o *muxOut) attach() error {
-	for {
-		if o.attaches++; o.attaches > maxAttach {
-			return fmt.Errorf("runtime: shared response connection to %s failed %d times", o.key.addr, maxAttach)
+	for closing := 0; ; {
+		if o.attaches >= maxAttach {
+			return fmt.Errorf("runtime: shared response connections to %s failed %d times", o.key.addr, maxAttach)
 		}
 		l, err := o.pool.link(o.rc, o.key)
 		if err != nil {
 			return err
 		}
-		if err := l.attach(o); !errors.Is(err, errLinkDead) {
+		switch err := l.attach(o); {
+		case err == nil:
+			o.attaches++
+			return nil
+		case errors.Is(err, errLinkLost):
+			o.attaches++
+		case errors.Is(err, errLinkDead) && closing < maxAttach:
+			closing++ // closing, not yet out of the pool: look again
+		default:
 			return err
 		}
 	}
