@@ -29,13 +29,20 @@ type matcher struct {
 	edges map[uint64]int32
 	term  []int32 // node -> index into toks, -1 if none
 	toks  []*AddedToken
+
+	// noLetterSpace: no pattern holds an ASCII letter followed by ' ', and
+	// none is rstrip or single_word (see spaceSafe).
+	noLetterSpace bool
 }
 
 func newMatcher(patterns []string, toks []*AddedToken) *matcher {
-	m := &matcher{edges: map[uint64]int32{}, term: []int32{-1}, toks: toks}
+	m := &matcher{edges: map[uint64]int32{}, term: []int32{-1}, toks: toks, noLetterSpace: true}
 	for i, p := range patterns {
 		if p == "" {
 			continue
+		}
+		if toks[i].RStrip || toks[i].SingleWord || hasLetterSpace(p) {
+			m.noLetterSpace = false
 		}
 		m.first[p[0]] = true
 		node := int32(0)
@@ -79,6 +86,26 @@ func (m *matcher) find(s string, from int) (start, end int, tok *AddedToken) {
 		}
 	}
 	return -1, -1, nil
+}
+
+// spaceSafe reports whether splitting s (by m.split) gives the segments of
+// x followed by those of " " + y, whenever s is x + " " + y with x ending
+// with an ASCII letter. It does when no pattern holds such a letter
+// followed by a space: no match then spans the cut, the leftmost-longest
+// search finds the same matches on both sides, and lstrip only looks back
+// over white space, which stops at the letter. rstrip (it would swallow
+// the space after a match ending x) and single_word (a match starting
+// with the space sees a word before it, or the start of " " + y) are
+// ruled out.
+func (m *matcher) spaceSafe() bool { return m == nil || len(m.toks) == 0 || m.noLetterSpace }
+
+func hasLetterSpace(p string) bool {
+	for i := 0; i+1 < len(p); i++ {
+		if p[i+1] == ' ' && ('a' <= p[i] && p[i] <= 'z' || 'A' <= p[i] && p[i] <= 'Z') {
+			return true
+		}
+	}
+	return false
 }
 
 // split appends the segments of s to dst: the added tokens found (with

@@ -17,6 +17,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer"
 )
@@ -116,6 +117,69 @@ func BenchmarkEncodeWhole(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkEncode220KB encodes, with Qwen3's tokenizer, one 220 KB chat
+// prompt in one call: the corpus cut into turns of about 3 KB between
+// <|im_start|> and <|im_end|> (added tokens), the size of the
+// Preprocessing benchmark's prompt (pkg/preprocessor,
+// BenchmarkPrepareChat220KB). BenchmarkEncode220KBText encodes the corpus
+// repeated (few added tokens: the cuts are inside segments). Texts of
+// 32 KB or more are encoded on GOMAXPROCS goroutines; compare one core
+// with two:
+//
+//	go test -run '^$' -bench Encode220KB -cpu 1,2 -count 8 ./pkg/preprocessor/tokenizer/
+//
+// These two loop over b.N and have no sub-benchmarks: with b.Loop or
+// b.Run, every -cpu value runs with the GOMAXPROCS of the last one
+// (golang/go#49980).
+func BenchmarkEncode220KB(b *testing.B) { benchEncode220KB(b, true) }
+
+// BenchmarkEncode220KBText: see BenchmarkEncode220KB.
+func BenchmarkEncode220KBText(b *testing.B) { benchEncode220KB(b, false) }
+
+func benchEncode220KB(b *testing.B, chat bool) {
+	corpus := corpusText(b)
+	const size = 220 << 10
+	text := strings.Repeat(corpus+"\n", size/len(corpus)+1)
+	for i := size; i < len(text); i++ {
+		if utf8.RuneStart(text[i]) {
+			text = text[:i]
+			break
+		}
+	}
+	if chat {
+		text = chatText(text, 3000)
+	}
+	tok := benchTokenizer(b, "qwen3")
+	ids, err := tok.Encode(text, false)
+	if err != nil {
+		b.Skipf("Encode: %v", err)
+	}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := tok.Encode(text, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(ids)), "tokens")
+}
+
+// chatText wraps pieces of text of about n bytes in Qwen-style turns, so
+// that added tokens separate them (they are ordinary text to tokenizers
+// without these added tokens).
+func chatText(text string, n int) string {
+	var b strings.Builder
+	for i, c := range chunkText(text, n) {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		fmt.Fprintf(&b, "<|im_start|>%s\n%s<|im_end|>\n", role, c)
+	}
+	return b.String()
 }
 
 // BenchmarkEncodeParallel runs the chunked encode from all goroutines

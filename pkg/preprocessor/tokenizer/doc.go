@@ -40,5 +40,11 @@
 // byte-level tokens splitting a character, <0xNN> byte-fallback runs and
 // Metaspace's leading space.
 //
+// Long inputs (32 KB or more) are encoded by GOMAXPROCS goroutines, cut
+// only where the serial algorithm itself separates its work: around added
+// tokens and, when the normalizer, the normalized added tokens and the
+// pre-tokenizer allow it, before a space between ASCII letters (see
+// parallel.go). The ids are the same as a serial encoding's.
+//
 // A Tokenizer is safe for concurrent use; a DecodeStream is not.
 package tokenizer

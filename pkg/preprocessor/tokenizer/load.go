@@ -111,6 +111,8 @@ func FromBytes(b []byte, opts ...Option) (*Tokenizer, error) {
 	if err := t.addTokens(added); err != nil {
 		return nil, err
 	}
+	t.cutAtSpaces = normalize.SplitsAtSpace(t.normalizer) && pretok.CutsAtSpace(t.pretok) &&
+		t.normMatch.spaceSafe()
 	if o.config != nil {
 		if err := t.applyConfig(o.config); err != nil {
 			return nil, err

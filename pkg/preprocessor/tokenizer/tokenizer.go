@@ -25,60 +25,105 @@ type Tokenizer struct {
 	rawMatch       *matcher               // normalized:false tokens, on raw text
 	normMatch      *matcher               // normalized:true tokens, on normalized text
 	vocabSize      int
+
+	// cutAtSpaces: plain text may be cut before a space between ASCII
+	// letters and the parts encoded independently (see spaceCut).
+	cutAtSpaces bool
 }
 
 // Encode returns the ids of text. Added and special tokens in text are
 // recognised whatever addSpecialTokens says; addSpecialTokens only runs the
-// post-processor (e.g. adds BOS).
+// post-processor (e.g. adds BOS). Long texts are encoded by several
+// goroutines, with the same result (see encodeParallel).
 func (t *Tokenizer) Encode(text string, addSpecialTokens bool) ([]uint32, error) {
+	return t.encode(text, addSpecialTokens, defaultParallelism)
+}
+
+func (t *Tokenizer) encode(text string, addSpecialTokens bool, par parallelism) ([]uint32, error) {
+	var ids []uint32
+	var err error
+	workers := 1
+	if len(text) >= par.minBytes {
+		workers = par.workers()
+	}
+	if workers > 1 {
+		ids, err = t.encodeParallel(text, par, workers)
+	} else {
+		ids, err = t.encodeSerial(text)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if addSpecialTokens && t.post != nil {
+		ids = t.post.process(ids)
+	}
+	return ids, nil
+}
+
+// encodeSerial returns the ids of text without the post-processor.
+func (t *Tokenizer) encodeSerial(text string) ([]uint32, error) {
 	ids := make([]uint32, 0, len(text)/3+4)
-	var segs, sub []segment
-	var words []string
-	segs = t.rawMatch.split(segs, text, t.idOf)
-	for si, seg := range segs {
+	var sc scratch
+	for si, seg := range t.rawMatch.split(nil, text, t.idOf) {
 		if seg.id >= 0 {
 			ids = append(ids, uint32(seg.id))
 			continue
 		}
-		n := seg.text
-		if t.normalizer != nil {
-			n = t.normalizer.Normalize(n)
-		}
-		sub = t.normMatch.split(sub[:0], n, t.idOf)
-		for ui, s := range sub {
-			if s.id >= 0 {
-				ids = append(ids, uint32(s.id))
-				continue
-			}
-			if s.text == "" {
-				continue
-			}
-			words = words[:0]
-			if t.pretok != nil {
-				// Metaspace's prepend_scheme "first" prepends only to the
-				// piece that starts the whole input.
-				one := [1]string{s.text}
-				if sa, ok := t.pretok.(pretok.StartAware); ok {
-					words = sa.PreTokenizeAt(words, one[:], si == 0 && ui == 0)
-				} else {
-					words = t.pretok.PreTokenize(words, one[:])
-				}
-			} else {
-				words = append(words, s.text)
-			}
-			for _, w := range words {
-				if w == "" {
-					continue
-				}
-				var err error
-				if ids, err = t.model.Tokenize(ids, w); err != nil {
-					return nil, err
-				}
-			}
+		var err error
+		if ids, err = t.encodeText(ids, seg.text, si == 0, &sc); err != nil {
+			return nil, err
 		}
 	}
-	if addSpecialTokens && t.post != nil {
-		ids = t.post.process(ids)
+	return ids, nil
+}
+
+// scratch holds buffers encodeText reuses from call to call.
+type scratch struct {
+	sub   []segment
+	words []string
+}
+
+// encodeText appends the ids of text, a piece of the input that holds no
+// raw (normalized:false) added token: normalizer, normalized added tokens,
+// pre-tokenizer, then the model word by word. atStart tells whether text
+// begins the input.
+func (t *Tokenizer) encodeText(ids []uint32, text string, atStart bool, sc *scratch) ([]uint32, error) {
+	n := text
+	if t.normalizer != nil {
+		n = t.normalizer.Normalize(n)
+	}
+	sc.sub = t.normMatch.split(sc.sub[:0], n, t.idOf)
+	for ui, s := range sc.sub {
+		if s.id >= 0 {
+			ids = append(ids, uint32(s.id))
+			continue
+		}
+		if s.text == "" {
+			continue
+		}
+		words := sc.words[:0]
+		if t.pretok != nil {
+			// Metaspace's prepend_scheme "first" prepends only to the
+			// piece that starts the whole input.
+			one := [1]string{s.text}
+			if sa, ok := t.pretok.(pretok.StartAware); ok {
+				words = sa.PreTokenizeAt(words, one[:], atStart && ui == 0)
+			} else {
+				words = t.pretok.PreTokenize(words, one[:])
+			}
+		} else {
+			words = append(words, s.text)
+		}
+		sc.words = words
+		for _, w := range words {
+			if w == "" {
+				continue
+			}
+			var err error
+			if ids, err = t.model.Tokenize(ids, w); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return ids, nil
 }
