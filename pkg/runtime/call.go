@@ -113,20 +113,24 @@ func (e errOrphaned) Error() string {
 	return fmt.Sprintf("runtime: the worker left discovery and its stream was silent for %s", e.timeout)
 }
 
-// readStream consumes an established response stream. A goroutine owned by
-// this call forwards the caller's stop and kill to the worker.
+// readStream consumes an established response stream. Once the caller
+// stops or kills rc, a goroutine owned by this call forwards that to the
+// worker; a stream that is never stopped costs no goroutine.
 func readStream(rc *Context, st responseStream, emit func([]byte) error) error {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() {
+	unwatch := context.AfterFunc(rc.stopCtx, func() {
 		defer wg.Done()
 		forward(rc, st, done)
-	}()
+	})
 	ended := false // the worker ended the stream
 	idle := streamIdle(rc)
 	defer func() {
 		close(done)
+		if unwatch() {
+			wg.Done() // forward never started
+		}
 		st.close(ended)
 		wg.Wait()
 		idle()
@@ -196,14 +200,10 @@ func readStream(rc *Context, st responseStream, emit func([]byte) error) error {
 	}
 }
 
-// forward sends "stop" when rc is stopped and "kill" (then aborts the
-// stream, which ends the reader) when rc is killed.
+// forward runs once rc is stopped or killed: it sends "stop" (unless rc
+// is killed already), then "kill" when rc is killed, and aborts the
+// stream, which ends the reader.
 func forward(rc *Context, st responseStream, done <-chan struct{}) {
-	select {
-	case <-rc.Stopped():
-	case <-done:
-		return
-	}
 	if !rc.IsKilled() {
 		st.control(ctrlStop)
 	}

@@ -42,9 +42,14 @@ type Context struct {
 
 	idle atomic.Pointer[func()] // OnStreamIdle
 
+	// stopCtx is done once the context is stopped or killed: Stopped is
+	// its Done channel, and a stream's control forwarding hangs off it
+	// (context.AfterFunc) instead of a goroutine per stream.
+	stopCtx context.Context
+	stop    context.CancelFunc
+
 	mu       sync.Mutex
 	state    ctxState
-	stopped  chan struct{}
 	killed   chan struct{}
 	children []*Context
 }
@@ -63,9 +68,9 @@ func NewContext(parent context.Context, id string) *Context {
 		Context: inner,
 		id:      id,
 		cancel:  cancel,
-		stopped: make(chan struct{}),
 		killed:  make(chan struct{}),
 	}
+	c.stopCtx, c.stop = context.WithCancel(inner)
 	c.unhook = context.AfterFunc(parent, func() { c.kill(context.Cause(parent)) })
 	return c
 }
@@ -104,7 +109,7 @@ func (c *Context) Stop() {
 	defer c.mu.Unlock()
 	if c.state == stateLive {
 		c.state = stateStopped
-		close(c.stopped)
+		c.stop()
 	}
 }
 
@@ -127,7 +132,7 @@ func (c *Context) kill(cause error) {
 		return
 	}
 	if c.state == stateLive {
-		close(c.stopped)
+		c.stop()
 	}
 	c.state = stateKilled
 	close(c.killed)
@@ -159,7 +164,7 @@ func (c *Context) IsKilled() bool {
 }
 
 // Stopped is closed once the context is stopped or killed.
-func (c *Context) Stopped() <-chan struct{} { return c.stopped }
+func (c *Context) Stopped() <-chan struct{} { return c.stopCtx.Done() }
 
 // Killed is closed once the context is killed.
 func (c *Context) Killed() <-chan struct{} { return c.killed }

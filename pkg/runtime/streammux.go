@@ -38,6 +38,17 @@ const muxConnReadBuffer = 64 << 10
 // queuePool recycles the streams' frame queues.
 var queuePool = sync.Pool{New: func() any { return new([]codec.Message) }}
 
+// putQueue clears q (its frames go to the collector) and pools it,
+// unless it is nil or grew beyond maxPooledQueue.
+func putQueue(q []codec.Message) {
+	if q == nil || cap(q) > maxPooledQueue {
+		return
+	}
+	clear(q) // past len, entries are zero already
+	q = q[:0]
+	queuePool.Put(&q)
+}
+
 // maxPooledQueue bounds the queues kept for reuse.
 const maxPooledQueue = 1024
 
@@ -361,7 +372,10 @@ func (st *muxStream) next(rc *Context) (codec.Message, error) {
 			m := st.queue[st.head]
 			st.queue[st.head] = codec.Message{}
 			if st.head++; st.head == len(st.queue) {
-				st.queue, st.head = st.queue[:0], 0
+				// Drained: the queue goes back to the pool, so a stream
+				// waiting for its next frame holds none.
+				putQueue(st.queue)
+				st.queue, st.head = nil, 0
 			}
 			cost := frameCost(m)
 			st.queued -= cost
@@ -455,11 +469,7 @@ func (st *muxStream) close(ended bool) {
 	q := st.queue
 	st.queue, st.head, st.err = nil, 0, errStreamClosed
 	st.mu.Unlock()
-	if q != nil && cap(q) <= maxPooledQueue {
-		clear(q[:cap(q)])
-		q = q[:0]
-		queuePool.Put(&q)
-	}
+	putQueue(q)
 	st.mc.remove(st.id, !ended)
 	if !ended {
 		st.sendKill()
