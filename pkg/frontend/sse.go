@@ -18,21 +18,24 @@ func (x *exchange) stream(c *call, m *pipeline.Model) {
 	ctl := http.NewResponseController(x.w)
 	// Chunks are written to buf and sent when the runtime has delivered
 	// every output it had received (runtime.Context.OnStreamIdle): outputs that
-	// arrived together leave in one write, a lone one at once. mu guards
-	// buf and the writer: a batch completion's prompts stream on several
-	// goroutines.
+	// arrived together leave in one write, a lone one at once. buf comes
+	// from a pool and goes back after each write, so a stream waiting for
+	// its next token holds none. mu guards buf and the writer: a batch
+	// completion's prompts stream on several goroutines.
 	var (
 		mu        sync.Mutex
-		buf       bytes.Buffer
+		buf       = sseBuffers.get()
 		committed bool
 		broken    bool // a write failed: the client is gone
 	)
 	flush := func() error {
 		_ = ctl.SetWriteDeadline(time.Now().Add(x.s.cfg.WriteTimeout))
-		if _, err := x.w.Write(buf.Bytes()); err != nil {
+		_, err := x.w.Write(buf.Bytes())
+		sseBuffers.put(buf)
+		buf = nil
+		if err != nil {
 			return err
 		}
-		buf.Reset()
 		return ctl.Flush()
 	}
 	// send flushes what is buffered once the response is committed; after
@@ -41,7 +44,7 @@ func (x *exchange) stream(c *call, m *pipeline.Model) {
 		if broken {
 			return errClientGone
 		}
-		if !committed || buf.Len() == 0 {
+		if !committed || buf == nil || buf.Len() == 0 {
 			return nil
 		}
 		if err := flush(); err != nil {
@@ -71,7 +74,10 @@ func (x *exchange) stream(c *call, m *pipeline.Model) {
 		if ev.Name == "" && finishes(ev.Data) {
 			x.attachWorker(ev.Data)
 		}
-		if err := openai.WriteSSE(&buf, ev.Name, ev.Data); err != nil {
+		if buf == nil {
+			buf = sseBuffers.get()
+		}
+		if err := openai.WriteSSE(buf, ev.Name, ev.Data); err != nil {
 			return err
 		}
 		if !committed && ev.Name == "" {
@@ -81,13 +87,17 @@ func (x *exchange) stream(c *call, m *pipeline.Model) {
 	})
 	mu.Lock()
 	defer mu.Unlock()
+	defer func() { // under mu
+		sseBuffers.put(buf)
+		buf = nil
+	}()
 	if err != nil {
 		e := x.failure(err)
 		if !committed && e.kind != ErrCancelled {
 			x.fail(e, false)
 			return
 		}
-		if committed && buf.Len() > 0 && !broken {
+		if committed && buf != nil && buf.Len() > 0 && !broken {
 			_ = flush()
 		}
 		x.fail(e, committed)
@@ -96,12 +106,39 @@ func (x *exchange) stream(c *call, m *pipeline.Model) {
 	if !committed {
 		commit()
 	}
+	if buf == nil {
+		buf = sseBuffers.get()
+	}
 	buf.WriteString(openai.SSEDone)
 	if broken || flush() != nil {
 		x.g.Cancelled()
 		return
 	}
 	x.g.OK()
+}
+
+// sseBuffers recycles the buffers that hold a stream's chunks between
+// two writes.
+var sseBuffers bufferPool
+
+// bufferPool is a sync.Pool of bytes.Buffers that keeps none larger than
+// 64 KiB (a burst that large is rare; its buffer goes to the collector).
+type bufferPool struct{ p sync.Pool }
+
+func (p *bufferPool) get() *bytes.Buffer {
+	if b, ok := p.p.Get().(*bytes.Buffer); ok {
+		return b
+	}
+	return new(bytes.Buffer)
+}
+
+// put takes b back; nil is ignored.
+func (p *bufferPool) put(b *bytes.Buffer) {
+	if b == nil || b.Cap() > 64<<10 {
+		return
+	}
+	b.Reset()
+	p.p.Put(b)
 }
 
 // startSSE sends the status and headers of an event stream.

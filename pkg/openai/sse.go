@@ -12,21 +12,35 @@ import (
 const SSEDone = "data: [DONE]\n\n"
 
 // WriteSSE writes one server-sent event: "event: <name>" when name is set,
-// then "data: <compact JSON of data>", then a blank line.
+// then "data: <compact JSON of data>", then a blank line. Into a
+// *bytes.Buffer it appends in place, and leaves the buffer as it was when
+// data cannot be encoded.
 func WriteSSE(w io.Writer, name string, data any) error {
+	if bb, ok := w.(*bytes.Buffer); ok {
+		return appendSSE(bb, name, data)
+	}
 	var buf bytes.Buffer
+	if err := appendSSE(&buf, name, data); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+func appendSSE(buf *bytes.Buffer, name string, data any) error {
+	n := buf.Len()
 	if name != "" {
 		buf.WriteString("event: ")
 		buf.WriteString(name)
 		buf.WriteByte('\n')
 	}
 	buf.WriteString("data: ")
-	if err := Encode(&buf, data); err != nil {
+	if err := Encode(buf, data); err != nil {
+		buf.Truncate(n)
 		return fmt.Errorf("openai: encode event: %w", err)
 	}
 	buf.WriteString("\n\n")
-	_, err := w.Write(buf.Bytes())
-	return err
+	return nil
 }
 
 // WriteSSEError writes the event that ends a failed stream: "event: error",
