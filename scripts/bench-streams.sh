@@ -61,7 +61,9 @@ bin/bench run --url http://127.0.0.1:8300 --model demo --api chat --isl "$ISL" -
 code=${PIPESTATUS[0]}
 set -e
 if [ "$code" != 0 ]; then
-  echo "--- frontend log (last lines)"; tail -20 "$work/frontend.log"
-  echo "--- mocker log (last lines)"; tail -20 "$work/mocker.log"
+  cp "$work/frontend.log" "$OUT/streams-$N-frontend.log"
+  cp "$work/mocker.log" "$OUT/streams-$N-mocker.log"
+  echo "--- frontend log (last lines; all of it in $OUT/streams-$N-frontend.log)"; tail -20 "$work/frontend.log"
+  echo "--- mocker log (last lines; all of it in $OUT/streams-$N-mocker.log)"; tail -20 "$work/mocker.log"
 fi
 exit "$code"

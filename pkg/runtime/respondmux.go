@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
@@ -171,6 +172,10 @@ type muxLink struct {
 
 	w linkWriter
 
+	// heard is when a frame from the caller last arrived (unix ns): a
+	// caller that is behind but reading still sends some (§7.8.4).
+	heard atomic.Int64
+
 	mu       sync.Mutex
 	streams  map[uint64]*muxSlot // nil once failed
 	dead     bool                // takes no new streams
@@ -212,6 +217,7 @@ func (l *muxLink) run() {
 		close(l.ready)
 		return
 	}
+	l.heard.Store(time.Now().UnixNano()) // the handshake's answer
 	close(l.ready)
 	l.read()
 }
@@ -266,6 +272,7 @@ func (l *muxLink) read() {
 			l.fail(err)
 			return
 		}
+		l.heard.Store(time.Now().UnixNano())
 		l.mu.Lock()
 		slot := l.streams[id]
 		l.mu.Unlock()
@@ -336,10 +343,20 @@ func (l *muxLink) attach(o *muxOut) error {
 }
 
 // ackOverdue fails the connection if the caller has not acknowledged
-// slot's stream yet.
+// slot's stream yet and has sent nothing for the ack timeout either. A
+// caller that sent something lately is alive but behind (it reads the
+// frames in order, and the opening frame may wait behind many others
+// under load): the deadline moves to the ack timeout after that.
 func (l *muxLink) ackOverdue(slot *muxSlot) {
 	l.mu.Lock()
 	overdue := !slot.isAcked && l.streams[slot.o.id] == slot
+	if overdue {
+		silent := time.Since(time.Unix(0, l.heard.Load()))
+		if wait := l.pool.connectTimeout - silent; wait > 0 {
+			slot.timer.Reset(wait)
+			overdue = false
+		}
+	}
 	l.mu.Unlock()
 	if overdue {
 		l.pool.log.Warn("runtime: shared response connection unresponsive; dialling a new one", "address", l.key.addr, "err", errAckOverdue)

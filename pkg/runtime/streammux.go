@@ -62,6 +62,9 @@ type muxConn struct {
 
 	wmu sync.Mutex // serializes writes
 	out []byte     // the reader's frames to the worker, sent when it has read all it has
+	// sent is when the reader last wrote to the worker; it writes a
+	// keep-going frame after muxKeepGoing without one (see read).
+	sent time.Time
 
 	mu      sync.Mutex
 	streams map[uint64]*muxStream // open streams; nil once the connection failed
@@ -107,9 +110,13 @@ func (s *streamServer) sharedConns() int {
 // read dispatches the connection's frames until it fails. The frames it
 // answers with (acks, kills) go out together before it reads from the
 // connection again, that is once it has handled every complete frame it
-// has buffered (or has queued a lot).
+// has buffered (or has queued a lot). A reader that keeps reading without
+// having anything to answer for muxKeepGoing sends a frame on stream 0:
+// the worker then knows that acks it waits for are late, not lost
+// (§7.8.4).
 func (mc *muxConn) read() {
 	r := bufio.NewReaderSize(mc.conn, muxConnReadBuffer)
+	mc.sent = time.Now()
 	for {
 		if len(mc.out) > 0 && (len(mc.out) >= maxQueuedReplies || !frameBuffered(r)) {
 			mc.flush()
@@ -118,6 +125,9 @@ func (mc *muxConn) read() {
 		if err != nil {
 			mc.fail(err)
 			return
+		}
+		if len(mc.out) == 0 && time.Since(mc.sent) >= muxKeepGoing {
+			mc.queue(0, ctrlAck)
 		}
 		if id == 0 {
 			continue // reserved for the connection; nothing in version 1
@@ -182,8 +192,13 @@ func (mc *muxConn) queue(id uint64, header []byte) {
 	mc.out = codec.AppendStreamMessage(mc.out, id, codec.Message{Header: header})
 }
 
+// muxKeepGoing is how long the caller's reader reads without writing at
+// most (a fifth of the worker's 5 s ack timeout).
+const muxKeepGoing = time.Second
+
 // flush writes the reader's queued frames (see send).
 func (mc *muxConn) flush() {
+	mc.sent = time.Now()
 	mc.write(mc.out)
 	if cap(mc.out) > muxConnReadBuffer {
 		mc.out = nil

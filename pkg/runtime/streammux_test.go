@@ -696,3 +696,123 @@ func TestSharedStreamAckIsNotHeldBehindAPartialFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A caller that is behind (it has not read a stream's opening frame yet)
+// but keeps sending frames is not taken for dead: the worker waits for the
+// ack as long as it hears from the caller, and gives the connection up
+// only after the ack timeout of silence.
+func TestLateAckFromALiveCallerKeepsTheConnection(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	pool := newMuxPool(Config{TCPConnectTimeout: timeout, ResponseMuxIdleTimeout: time.Minute}, slog.New(slog.DiscardHandler))
+	defer pool.close()
+
+	rc := NewContext(t.Context(), "")
+	defer rc.Release()
+	opened := make(chan error, 1)
+	go func() {
+		_, err := pool.open(rc, tcpStreamInfo{Address: ln.Addr().String(), Subject: "s1", Mux: &muxInfo{Version: muxVersion, ServerID: "caller", StreamID: 7}})
+		opened <- err
+	}()
+	conn := <-accepted
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	if _, err := codec.ReadMessage(r, 1<<20); err != nil { // the worker's hello
+		t.Fatal(err)
+	}
+	accept, _ := json.Marshal(muxAccept{StreamType: streamTypeResponseMux, Version: muxVersion, Window: 1 << 20})
+	if err := codec.WriteMessage(conn, codec.Message{Header: accept}); err != nil {
+		t.Fatal(err)
+	}
+	if id, m, err := codec.ReadStreamMessage(r, 1<<20); err != nil || id != 7 || !bytes.Contains(m.Header, []byte(`"s1"`)) {
+		t.Fatalf("opening frame: id %d, %q, %v", id, m.Header, err)
+	}
+
+	// Behind: no ack for ten times the timeout, but a keep-going frame
+	// on stream 0 every third of it.
+	keepGoing := codec.AppendStreamMessage(nil, 0, codec.Message{Header: ctrlAck})
+	for range 30 {
+		if _, err := conn.Write(keepGoing); err != nil {
+			t.Fatalf("the worker gave up a caller that kept sending: %v", err)
+		}
+		time.Sleep(timeout / 3)
+	}
+	select {
+	case c := <-accepted:
+		c.Close()
+		t.Fatal("the worker dialled a new connection although the caller kept sending")
+	default:
+	}
+	ack := codec.AppendStreamMessage(nil, 7, codec.Message{Header: ctrlAck})
+	if _, err := conn.Write(ack); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-opened; err != nil {
+		t.Fatalf("open: %v", err)
+	}
+
+	// Silent with a stream waiting for its ack: given up after the
+	// timeout (the worker closes the connection).
+	rc2 := NewContext(t.Context(), "")
+	defer rc2.Release()
+	if _, err := pool.open(rc2, tcpStreamInfo{Address: ln.Addr().String(), Subject: "s2", Mux: &muxInfo{Version: muxVersion, ServerID: "caller", StreamID: 8}}); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	start := time.Now()
+	_ = conn.SetReadDeadline(start.Add(20 * timeout))
+	for {
+		if _, _, err := codec.ReadStreamMessage(r, 1<<20); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatal("the worker kept a silent connection with an unacknowledged stream")
+			}
+			break
+		}
+	}
+	if d := time.Since(start); d < timeout/2 {
+		t.Fatalf("the connection was given up %v after the stream opened; want about %v", d, timeout)
+	}
+	t.Logf("a silent caller's connection was given up %v after the stream opened", time.Since(start).Round(time.Millisecond))
+}
+
+// A caller that keeps reading frames without anything to answer writes a
+// frame on stream 0 about every muxKeepGoing, so that the worker can tell
+// it from a dead one (the ack of a stream whose opening frame waits
+// behind others may be late).
+func TestCallerThatOnlyReadsSaysItKeepsGoing(t *testing.T) {
+	s := newTestStreamServer(t, Config{})
+	f := dialFake(t, s)
+	c := startCall(t, s, nil)
+	f.open(c.p)
+	f.send(c.p.id, proOK)
+	start := time.Now()
+	for i := 0; time.Since(start) < muxKeepGoing+muxKeepGoing/2; i++ {
+		f.item(c.p.id, fmt.Sprint(i))
+		time.Sleep(20 * time.Millisecond)
+	}
+	f.item(c.p.id, "-1")
+	id, m, ok := f.read(5 * time.Second)
+	if !ok || id != 0 || string(m.Header) != `"ack"` {
+		t.Fatalf("caller sent stream %d %q (arrived %v) while it read for %v; want a keep-going frame on stream 0", id, m.Header, ok, time.Since(start).Round(time.Millisecond))
+	}
+	if d := time.Since(start); d < muxKeepGoing {
+		t.Fatalf("keep-going frame after %v of reading; want one per %v at most", d, muxKeepGoing)
+	}
+	f.send(c.p.id, codec.Message{Data: completeFinalFrame})
+	if err := c.wait(t); err != nil {
+		t.Fatal(err)
+	}
+}
