@@ -8,6 +8,7 @@
 # the TCP request plane: no etcd or NATS needed.
 #
 # Usage: scripts/bench-streams.sh [N] [OSL] [WORKERS]   (default 2000 400 4)
+# The processes' logs are kept in OUT (streams-N-frontend.log, -mocker.log).
 # Environment: SPEEDUP (mocker --speedup-ratio, default 1), OUT (bench-out),
 # FRONTEND_PPROF (serve the frontend's Go profiles there, e.g. 127.0.0.1:6061).
 set -euo pipefail
@@ -60,9 +61,9 @@ bin/bench run --url http://127.0.0.1:8300 --model demo --api chat --isl "$ISL" -
   --watch-pid "$frontend" --label "streams-$N" --json "$OUT/streams-$N.json" | tee "$OUT/streams-$N.txt"
 code=${PIPESTATUS[0]}
 set -e
-if [ "$code" != 0 ]; then
-  cp "$work/frontend.log" "$OUT/streams-$N-frontend.log"
-  cp "$work/mocker.log" "$OUT/streams-$N-mocker.log"
+cp "$work/frontend.log" "$OUT/streams-$N-frontend.log"
+cp "$work/mocker.log" "$OUT/streams-$N-mocker.log"
+if [ "$code" != 0 ] || ! grep -q " 0 failed" "$OUT/streams-$N.txt"; then
   echo "--- frontend log (last lines; all of it in $OUT/streams-$N-frontend.log)"; tail -20 "$work/frontend.log"
   echo "--- mocker log (last lines; all of it in $OUT/streams-$N-mocker.log)"; tail -20 "$work/mocker.log"
 fi

@@ -36,10 +36,10 @@ var errLinkLost = errors.New("runtime: shared response connection failed")
 // closed while the network was cut looks alive until then).
 var errAckOverdue = errors.New("runtime: the caller did not acknowledge a stream in time")
 
-// sharedUserTimeout is how long the worker's data on a shared connection
-// may stay unacknowledged before its kernel fails the connection: as long
-// as the keep-alive takes to give up on a silent peer.
-var sharedUserTimeout = streamKeepAlive.Idle + time.Duration(streamKeepAlive.Count)*streamKeepAlive.Interval
+// errCallerSilent fails a shared connection whose caller has not sent a
+// frame for the silence bound since the worker wrote to it: a live caller
+// answers what it reads within a second (§7.8.6).
+var errCallerSilent = errors.New("runtime: the caller sent nothing since frames were written to it")
 
 // maxAttach bounds how often a stream is opened again on a new connection
 // after the one it was on failed before the caller acknowledged it.
@@ -107,6 +107,7 @@ func (p *muxPool) link(rc *Context, key muxKey) (*muxLink, error) {
 		l = &muxLink{pool: p, key: key, ready: make(chan struct{}), streams: make(map[uint64]*muxSlot)}
 		l.w.flushed.L = &l.w.mu
 		l.w.onErr = l.fail
+		l.w.onWrite = l.wrote
 		p.links[key] = l
 		p.wg.Add(1)
 		go func() {
@@ -175,6 +176,11 @@ type muxLink struct {
 	// heard is when a frame from the caller last arrived (unix ns): a
 	// caller that is behind but reading still sends some (§7.8.4).
 	heard atomic.Int64
+	// waiting is when the first write since the caller was last heard
+	// started (unix ns; 0: none). The watchdog fails the connection when
+	// it is older than the silence bound.
+	waiting  atomic.Int64
+	watchdog *time.Timer
 
 	mu       sync.Mutex
 	streams  map[uint64]*muxSlot // nil once failed
@@ -218,8 +224,37 @@ func (l *muxLink) run() {
 		return
 	}
 	l.heard.Store(time.Now().UnixNano()) // the handshake's answer
+	l.mu.Lock()
+	if !l.dead {
+		l.watchdog = time.AfterFunc(l.pool.connectTimeout/5, l.watch)
+	}
+	l.mu.Unlock()
 	close(l.ready)
 	l.read()
+}
+
+// wrote notes a write to the caller, who has to answer it.
+func (l *muxLink) wrote() {
+	l.waiting.CompareAndSwap(0, time.Now().UnixNano())
+}
+
+// watch fails the connection when the caller left a write unanswered for
+// the silence bound (the connect timeout, 5 s by default): its host went
+// away or its process stopped. A caller that is only slow to read still
+// answers (§7.8.6). The kernel's own bound (TCP_USER_TIMEOUT) cannot
+// tell the two apart: it also ends a connection whose reader is slow
+// enough to keep the window closed for that long.
+func (l *muxLink) watch() {
+	since := l.waiting.Load()
+	if since != 0 && time.Since(time.Unix(0, since)) > l.pool.connectTimeout {
+		l.fail(errCallerSilent)
+		return
+	}
+	l.mu.Lock()
+	if !l.dead {
+		l.watchdog.Reset(l.pool.connectTimeout / 5)
+	}
+	l.mu.Unlock()
 }
 
 // dialShared dials a caller and makes the connection shared (§7.8.2). It
@@ -233,7 +268,6 @@ func dialShared(ctx context.Context, key muxKey, timeout time.Duration) (net.Con
 		return nil, 0, err
 	}
 	setTCPOptions(conn)
-	setUserTimeout(conn, sharedUserTimeout)
 	deadline, _ := ctx.Deadline()
 	_ = conn.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
@@ -273,6 +307,7 @@ func (l *muxLink) read() {
 			return
 		}
 		l.heard.Store(time.Now().UnixNano())
+		l.waiting.Store(0)
 		l.mu.Lock()
 		slot := l.streams[id]
 		l.mu.Unlock()
@@ -406,17 +441,20 @@ func (l *muxLink) closeIdle() {
 // fail closes the connection. The requests of the streams the caller had
 // acknowledged are killed (the caller is gone, or this runtime closes);
 // the others will try another connection.
-func (l *muxLink) fail(error) {
-	l.failOnce.Do(l.doFail)
+func (l *muxLink) fail(err error) {
+	l.failOnce.Do(func() { l.doFail(err) })
 }
 
-func (l *muxLink) doFail() {
+func (l *muxLink) doFail(err error) {
 	l.mu.Lock()
 	l.dead = true
 	streams := l.streams
 	l.streams = nil
 	if l.idle != nil {
 		l.idle.Stop()
+	}
+	if l.watchdog != nil {
+		l.watchdog.Stop()
 	}
 	var killed []*muxOut
 	var lost []*muxSlot
@@ -431,6 +469,10 @@ func (l *muxLink) doFail() {
 	}
 	conn := l.conn
 	l.mu.Unlock()
+	if len(killed)+len(lost) > 0 && !errors.Is(err, errLinkClosed) {
+		l.pool.log.Warn("runtime: shared response connection failed", "address", l.key.addr, "err", err,
+			"streams_ended", len(killed), "streams_moving", len(lost))
+	}
 	// Out of the pool before the lost streams look for another connection.
 	l.pool.forget(l)
 	l.w.fail(errLinkClosed)

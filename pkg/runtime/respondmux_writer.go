@@ -12,8 +12,9 @@ import (
 // together with whatever others queue meanwhile (one system call for
 // several frames, no delay for a lone one). There is no writer goroutine.
 type linkWriter struct {
-	conn  net.Conn
-	onErr func(error) // the connection failed
+	conn    net.Conn
+	onErr   func(error) // the connection failed
+	onWrite func()      // a write starts (nil: nothing)
 
 	mu      sync.Mutex
 	flushed sync.Cond // broadcast after every write
@@ -56,6 +57,9 @@ func (w *linkWriter) queue(add func([]byte) []byte) (int64, error) {
 		out := w.buf
 		w.buf = w.spare[:0]
 		w.mu.Unlock()
+		if w.onWrite != nil {
+			w.onWrite()
+		}
 		_, err := w.conn.Write(out)
 		w.mu.Lock()
 		w.spare = nil

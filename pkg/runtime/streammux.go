@@ -62,9 +62,13 @@ type muxConn struct {
 
 	wmu sync.Mutex // serializes writes
 	out []byte     // the reader's frames to the worker, sent when it has read all it has
-	// sent is when the reader last wrote to the worker; it writes a
-	// keep-going frame after muxKeepGoing without one (see read).
-	sent time.Time
+	// sent is when this side last wrote to the worker (unix ns).
+	// unanswered: the reader read frames since; armed: a keep-going
+	// frame is due (keepGoing's timer runs). See read.
+	sent       atomic.Int64
+	unanswered bool
+	armed      atomic.Bool
+	keepGoing  *time.Timer
 
 	mu      sync.Mutex
 	streams map[uint64]*muxStream // open streams; nil once the connection failed
@@ -110,15 +114,28 @@ func (s *streamServer) sharedConns() int {
 // read dispatches the connection's frames until it fails. The frames it
 // answers with (acks, kills) go out together before it reads from the
 // connection again, that is once it has handled every complete frame it
-// has buffered (or has queued a lot). A reader that keeps reading without
-// having anything to answer for muxKeepGoing sends a frame on stream 0:
-// the worker then knows that acks it waits for are late, not lost
-// (§7.8.4).
+// has buffered (or has queued a lot). Whatever it reads is answered within
+// muxKeepGoing: a reader about to wait for the worker with nothing to
+// answer writes a keep-going frame on stream 0, at once if it has written
+// nothing for muxKeepGoing, else when that much time has passed. A live
+// caller so tells the worker that it reads, however slowly (§7.8.3).
 func (mc *muxConn) read() {
 	r := bufio.NewReaderSize(mc.conn, muxConnReadBuffer)
-	mc.sent = time.Now()
+	mc.sent.Store(time.Now().UnixNano())
+	defer func() {
+		if t := mc.timer(); t != nil {
+			t.Stop()
+		}
+	}()
 	for {
-		if len(mc.out) > 0 && (len(mc.out) >= maxQueuedReplies || !frameBuffered(r)) {
+		if !frameBuffered(r) {
+			if mc.unanswered && len(mc.out) == 0 {
+				mc.answer()
+			}
+			if len(mc.out) > 0 {
+				mc.flush()
+			}
+		} else if len(mc.out) >= maxQueuedReplies {
 			mc.flush()
 		}
 		id, m, err := codec.ReadStreamMessage(r, mc.s.maxSize)
@@ -126,11 +143,9 @@ func (mc *muxConn) read() {
 			mc.fail(err)
 			return
 		}
-		if len(mc.out) == 0 && time.Since(mc.sent) >= muxKeepGoing {
-			mc.queue(0, ctrlAck)
-		}
+		mc.unanswered = true
 		if id == 0 {
-			continue // reserved for the connection; nothing in version 1
+			continue // reserved for the connection; nothing from a worker in version 2
 		}
 		mc.mu.Lock()
 		st := mc.streams[id]
@@ -142,6 +157,49 @@ func (mc *muxConn) read() {
 		mc.unknown(id, m)
 	}
 }
+
+// answer makes sure what the reader read is answered: a keep-going frame
+// now if nothing was written for muxKeepGoing, else one when that time is
+// up (unless the reader writes something first).
+func (mc *muxConn) answer() {
+	since := time.Since(time.Unix(0, mc.sent.Load()))
+	if since >= muxKeepGoing {
+		mc.queue(0, ctrlAck)
+		return
+	}
+	if mc.armed.Swap(true) {
+		return
+	}
+	if t := mc.timer(); t != nil {
+		t.Reset(muxKeepGoing - since)
+		return
+	}
+	t := time.AfterFunc(muxKeepGoing-since, mc.sendKeepGoing)
+	mc.mu.Lock()
+	mc.keepGoing = t
+	mc.mu.Unlock()
+}
+
+func (mc *muxConn) timer() *time.Timer {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	return mc.keepGoing
+}
+
+// sendKeepGoing is the timer's keep-going frame.
+func (mc *muxConn) sendKeepGoing() {
+	if !mc.armed.Swap(false) {
+		return
+	}
+	if time.Since(time.Unix(0, mc.sent.Load())) < muxKeepGoing/2 {
+		return // the reader wrote meanwhile
+	}
+	mc.sent.Store(time.Now().UnixNano())
+	mc.write(keepGoingFrame)
+}
+
+// keepGoingFrame is the caller's keep-going frame: "ack" on stream 0.
+var keepGoingFrame = codec.AppendStreamMessage(nil, 0, codec.Message{Header: ctrlAck})
 
 // unknown handles a frame for an id with no open stream: an opening
 // frame, or a frame of a stream this side has given up.
@@ -192,13 +250,14 @@ func (mc *muxConn) queue(id uint64, header []byte) {
 	mc.out = codec.AppendStreamMessage(mc.out, id, codec.Message{Header: header})
 }
 
-// muxKeepGoing is how long the caller's reader reads without writing at
-// most (a fifth of the worker's 5 s ack timeout).
+// muxKeepGoing is how long the caller takes at most to answer what it
+// reads (a fifth of the worker's 5 s silence bound).
 const muxKeepGoing = time.Second
 
 // flush writes the reader's queued frames (see send).
 func (mc *muxConn) flush() {
-	mc.sent = time.Now()
+	mc.sent.Store(time.Now().UnixNano())
+	mc.unanswered = false
 	mc.write(mc.out)
 	if cap(mc.out) > muxConnReadBuffer {
 		mc.out = nil

@@ -816,3 +816,92 @@ func TestCallerThatOnlyReadsSaysItKeepsGoing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A caller answers even a lone frame that arrives just after it wrote
+// something: a keep-going frame follows within muxKeepGoing.
+func TestCallerAnswersALoneFrame(t *testing.T) {
+	s := newTestStreamServer(t, Config{})
+	f := dialFake(t, s)
+	c := startCall(t, s, nil)
+	f.open(c.p) // the caller just wrote its ack
+	f.send(c.p.id, proOK)
+	start := time.Now()
+	id, m, ok := f.read(3 * muxKeepGoing)
+	if !ok || id != 0 || string(m.Header) != `"ack"` {
+		t.Fatalf("caller sent stream %d %q (arrived %v) after a lone frame; want a keep-going frame on stream 0", id, m.Header, ok)
+	}
+	if d := time.Since(start); d > muxKeepGoing+muxKeepGoing/2 {
+		t.Fatalf("the lone frame was answered after %v; want within about %v", d, muxKeepGoing)
+	}
+	f.expectNothing() // and nothing more while nothing arrives
+	f.send(c.p.id, codec.Message{Data: completeFinalFrame})
+	if err := c.wait(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A worker gives up a shared connection whose caller leaves what it wrote
+// unanswered for the silence bound (a stopped process, a host gone without
+// a reset): the acknowledged streams on it end, so their requests stop.
+func TestSilentCallerIsGivenUp(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	pool := newMuxPool(Config{TCPConnectTimeout: timeout, ResponseMuxIdleTimeout: time.Minute}, slog.New(slog.DiscardHandler))
+	defer pool.close()
+	rc := NewContext(t.Context(), "")
+	defer rc.Release()
+	opened := make(chan *muxOut, 1)
+	go func() {
+		o, err := pool.open(rc, tcpStreamInfo{Address: ln.Addr().String(), Subject: "s1", Mux: &muxInfo{Version: muxVersion, ServerID: "caller", StreamID: 7}})
+		if err != nil {
+			t.Errorf("open: %v", err)
+		}
+		opened <- o
+	}()
+	conn, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	if _, err := codec.ReadMessage(r, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	accept, _ := json.Marshal(muxAccept{StreamType: streamTypeResponseMux, Version: muxVersion, Window: 1 << 20})
+	if err := codec.WriteMessage(conn, codec.Message{Header: accept}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := codec.ReadStreamMessage(r, 1<<20); err != nil { // the opening frame
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(codec.AppendStreamMessage(nil, 7, codec.Message{Header: ctrlAck})); err != nil {
+		t.Fatal(err)
+	}
+	o := <-opened
+	if o == nil {
+		t.FailNow()
+	}
+	// Idle and acknowledged: nothing is owed, the connection stays.
+	time.Sleep(3 * timeout)
+	if rc.IsKilled() {
+		t.Fatal("an idle connection whose caller owes nothing was given up")
+	}
+	// A frame the caller never answers.
+	start := time.Now()
+	if _, err := o.write(proOK); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-rc.Killed():
+		t.Logf("the stream's request was killed %v after the unanswered write (%v)", time.Since(start).Round(time.Millisecond), context.Cause(rc))
+	case <-time.After(20 * timeout):
+		t.Fatal("the worker kept a connection whose caller left a write unanswered")
+	}
+	if d := time.Since(start); d < timeout {
+		t.Fatalf("given up %v after the write; want the silence bound %v", d, timeout)
+	}
+}
