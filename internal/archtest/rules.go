@@ -55,8 +55,10 @@ var Forbidden = map[string][]string{
 	"pkg/pipeline":     {"pkg/backend/worker"},
 }
 
-// Unrestricted trees compose everything: binaries, examples, end-to-end tests.
-var Unrestricted = []string{"cmd", "examples", "test"}
+// Unrestricted trees compose everything: binaries, examples, end-to-end
+// tests, and deployment files whose tests build the processes' metric
+// registries.
+var Unrestricted = []string{"cmd", "examples", "test", "deploy"}
 
 // testOnly trees may be imported only from _test.go files (and unrestricted trees).
 var testOnly = []string{"internal/testenv", "pkg/runtime/runtimetest"}
