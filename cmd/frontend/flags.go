@@ -114,6 +114,5 @@ const envHelp = `HTTP environment:
   DYN_IGNORE_OPENAI_FE_UNSUPPORTED_FIELDS  ignore unknown request fields instead of refusing them (false)
   DYN_DISABLE_FRONTEND_NVEXT               refuse the nvext extension (false)
   DYN_METRICS_<NAME>_{MIN,MAX,COUNT}       histogram buckets (see docs)
-  DYN_LOG                                  log level: debug, info, warn, error (info)
   DYN_PPROF_ADDR                           serve Go profiles (/debug/pprof/) on this address (off)
 `

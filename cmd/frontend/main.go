@@ -21,14 +21,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynamo-go/dynamo/internal/envflag"
+	"github.com/dynamo-go/dynamo/internal/obsflags"
 	"github.com/dynamo-go/dynamo/internal/pprofserver"
 	"github.com/dynamo-go/dynamo/internal/rungroup"
 	"github.com/dynamo-go/dynamo/internal/runtimeflags"
 	"github.com/dynamo-go/dynamo/pkg/frontend"
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Getenv, os.Stderr, nil)) }
@@ -46,6 +49,7 @@ func run(args []string, env func(string) string, stderr io.Writer, ready chan<- 
 		fs.PrintDefaults()
 		fmt.Fprint(stderr, envHelp)
 		fmt.Fprint(stderr, runtimeflags.EnvHelp)
+		fmt.Fprint(stderr, obsflags.EnvHelp)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -59,16 +63,27 @@ func run(args []string, env func(string) string, stderr io.Writer, ready chan<- 
 	}
 	s, serr := f.settings(env)
 	rcfg, rerr := rf.Config()
-	if err := errors.Join(serr, rerr); err != nil {
+	tcfg, terr := obsflags.Tracing(env, "frontend")
+	if err := errors.Join(serr, rerr, terr); err != nil {
 		fmt.Fprintln(stderr, "frontend:", err)
 		return 2
 	}
 	rcfg.SystemPort = runtime.SystemPortDisabled // the frontend serves /health and /metrics itself
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(env("DYN_LOG"))}))
+	log := obsflags.Logger(stderr, env)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, s, rcfg, env(pprofserver.Env), log, ready); err != nil {
+	tp, err := telemetry.New(ctx, tcfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "frontend:", err)
+		return 1
+	}
+	defer func() {
+		if err := tp.Close(); err != nil {
+			log.Warn("frontend: tracing", "err", err)
+		}
+	}()
+	if err := serve(ctx, s, rcfg, env(pprofserver.Env), log, tp.TracerProvider(), ready); err != nil {
 		fmt.Fprintln(stderr, "frontend:", err)
 		return 1
 	}
@@ -78,12 +93,12 @@ func run(args []string, env func(string) string, stderr io.Writer, ready chan<- 
 // serve builds the process's owners and runs them until ctx ends: the
 // runtime, the model registry that follows discovery, and the HTTP
 // service, stopped in the reverse order (see rungroup).
-func serve(ctx context.Context, s settings, rcfg runtime.Config, pprofAddr string, log *slog.Logger, ready chan<- string) error {
+func serve(ctx context.Context, s settings, rcfg runtime.Config, pprofAddr string, log *slog.Logger, tp trace.TracerProvider, ready chan<- string) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// The runtime's metrics share the frontend's /metrics: the worker-side
 	// ones stay empty here; the discovery ones tell an etcd outage.
-	rt, err := runtime.New(ctx, rcfg, runtime.Deps{Logger: log, Registry: reg})
+	rt, err := runtime.New(ctx, rcfg, runtime.Deps{Logger: log, Registry: reg, TracerProvider: tp})
 	if err != nil {
 		return err
 	}
@@ -91,11 +106,11 @@ func serve(ctx context.Context, s settings, rcfg runtime.Config, pprofAddr strin
 	if err != nil {
 		return errors.Join(err, rt.Close())
 	}
-	models, err := pipeline.New(s.models, pipeline.Deps{Runtime: rt, Logger: log, Registry: reg, Metrics: met})
+	models, err := pipeline.New(s.models, pipeline.Deps{Runtime: rt, Logger: log, Registry: reg, Metrics: met, TracerProvider: tp})
 	if err != nil {
 		return errors.Join(err, rt.Close())
 	}
-	svc, err := frontend.New(s.http, frontend.Deps{Models: models, Logger: log, Registry: reg, Metrics: met})
+	svc, err := frontend.New(s.http, frontend.Deps{Models: models, Logger: log, Registry: reg, Metrics: met, TracerProvider: tp})
 	if err != nil {
 		return errors.Join(err, rt.Close())
 	}
@@ -112,12 +127,4 @@ func serve(ctx context.Context, s settings, rcfg runtime.Config, pprofAddr strin
 		models.Run,
 		func(ctx context.Context) error { return svc.Run(ctx, ln, s.tlsCert, s.tlsKey) },
 	)
-}
-
-func logLevel(s string) slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return slog.LevelInfo
-	}
-	return l
 }

@@ -169,7 +169,7 @@ func TestKeysFromAFileGuardTheServedAPI(t *testing.T) {
 	rcfg := runtime.Config{Discovery: runtime.DiscoveryMem, TCPHost: "127.0.0.1", SystemPort: runtime.SystemPortDisabled, GracePeriod: -1}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan string, 1), make(chan error, 1)
-	go func() { done <- serve(ctx, s, rcfg, "", slog.New(slog.DiscardHandler), ready) }()
+	go func() { done <- serve(ctx, s, rcfg, "", slog.New(slog.DiscardHandler), nil, ready) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dynamo-go/dynamo/internal/envflag"
+	"github.com/dynamo-go/dynamo/internal/obsflags"
 	"github.com/dynamo-go/dynamo/internal/pprofserver"
 	"github.com/dynamo-go/dynamo/internal/rungroup"
 	"github.com/dynamo-go/dynamo/internal/workerflags"
@@ -36,6 +37,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Getenv, os.Stderr)) }
@@ -53,8 +55,8 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "\nEvery mocker flag can also be set as DYN_MOCKER_<FLAG> (e.g. DYN_MOCKER_SPEEDUP_RATIO=100).")
 		fmt.Fprint(stderr, workerflags.EnvHelp)
 		fmt.Fprintln(stderr, "  DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT  seconds after a signal before a forced exit with code 70 (30)")
-		fmt.Fprintln(stderr, "  DYN_LOG                             log level: debug, info, warn, error (info)")
 		fmt.Fprintln(stderr, "  DYN_PPROF_ADDR                      serve Go profiles (/debug/pprof/) on this address (off)")
+		fmt.Fprint(stderr, obsflags.EnvHelp)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -80,13 +82,29 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mocker: DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT:", err)
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(env("DYN_LOG"))}))
+	tcfg, err := obsflags.Tracing(env, "mocker")
+	if err != nil {
+		fmt.Fprintln(stderr, "mocker:", err)
+		return 2
+	}
+	log := obsflags.Logger(stderr, env)
 	wcfg.Logger = log
 	mcfg.Logger = log
 	mcfg.Exit = os.Exit
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	tp, err := telemetry.New(ctx, tcfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "mocker:", err)
+		return 1
+	}
+	defer func() {
+		if err := tp.Close(); err != nil {
+			log.Warn("mocker: tracing", "err", err)
+		}
+	}()
+	wcfg.TracerProvider = tp.TracerProvider()
 	if err := fillFromModel(ctx, &mcfg, wcfg); err != nil {
 		fmt.Fprintln(stderr, "mocker:", err)
 		return 1
@@ -141,7 +159,7 @@ func forceExit(sig context.Context, d time.Duration, stderr io.Writer) rungroup.
 // failure of the runtime (a port in use, a lost lease) is the cause the
 // worker's own error only echoes, and rungroup reports it first.
 func runWorker(ctx context.Context, rcfg runtime.Config, wcfg worker.Config, mcfg mocker.Config, log *slog.Logger) error {
-	rt, err := runtime.New(ctx, rcfg, runtime.Deps{Logger: log, Registry: prometheus.NewRegistry()})
+	rt, err := runtime.New(ctx, rcfg, runtime.Deps{Logger: log, Registry: prometheus.NewRegistry(), TracerProvider: wcfg.TracerProvider})
 	if err != nil {
 		return err
 	}
@@ -208,12 +226,4 @@ func seconds(v string, def time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("%q: want a positive number of seconds", v)
 	}
 	return time.Duration(s * float64(time.Second)), nil
-}
-
-func logLevel(v string) slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(v)); err != nil {
-		return slog.LevelInfo
-	}
-	return l
 }

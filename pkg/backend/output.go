@@ -3,6 +3,8 @@ package backend
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
 // Output is one streamed item of an engine: the reference system's
@@ -22,6 +24,10 @@ type Output struct {
 	DisaggregatedParams json.RawMessage `json:"disaggregated_params,omitempty"`
 	ExtraArgs           json.RawMessage `json:"extra_args,omitempty"`
 	CompletionUsage     *Usage          `json:"completion_usage,omitempty"`
+	// WorkerTraceLink names the worker's engine span; the worker sets it
+	// on a stream's first output, so that a later attempt of the request
+	// (a migration) or its decode half can link to it.
+	WorkerTraceLink *telemetry.Link `json:"worker_trace_link,omitempty"`
 
 	// Placement is where the frontend's routing stages sent the request:
 	// the push router sets it on every output it forwards, the KV router

@@ -40,7 +40,8 @@ func DecodeOutput(b []byte, o *Output) error {
 func (o *Output) isTokensOnly() bool {
 	return o.TokenIDs != nil && o.Tokens == nil && o.Text == nil && o.CumLogProbs == nil &&
 		o.LogProbs == nil && o.TopLogprobs == nil && o.FinishReason == nil && o.StopReason == nil &&
-		o.Index == nil && o.DisaggregatedParams == nil && o.ExtraArgs == nil && o.CompletionUsage == nil
+		o.Index == nil && o.DisaggregatedParams == nil && o.ExtraArgs == nil && o.CompletionUsage == nil &&
+		o.WorkerTraceLink == nil
 }
 
 // parseTokensOnly parses exactly {"token_ids":[n,...]} (no spaces, as

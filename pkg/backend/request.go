@@ -1,6 +1,10 @@
 package backend
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
+)
 
 // Request is one generation request as the frontend sends it to a worker:
 // the reference system's PreprocessedRequest, with its JSON field names so
@@ -22,6 +26,10 @@ type Request struct {
 	BootstrapInfo        json.RawMessage `json:"bootstrap_info,omitempty"`
 	ExtraArgs            json.RawMessage `json:"extra_args,omitempty"`
 	MultiModalData       json.RawMessage `json:"multi_modal_data,omitempty"`
+	// MigrationLink names the engine span of the attempt this request
+	// continues (the migration stage sets it from that attempt's
+	// WorkerTraceLink); the worker's engine span links to it.
+	MigrationLink *telemetry.Link `json:"migration_link,omitempty"`
 
 	// HealthCheck marks the worker's canary request (see HealthChecker),
 	// under the reference system's _HEALTH_CHECK key, so an engine can

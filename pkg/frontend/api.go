@@ -10,6 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/openai"
@@ -147,6 +151,10 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 	defer s.requests.Done()
 	id := requestID(r)
 	w.Header().Set("x-request-id", id)
+	ctx, span := s.startServerSpan(r, id)
+	sw := &statusWriter{ResponseWriter: w}
+	defer endServerSpan(span, sw)
+	w, r = sw, r.WithContext(ctx)
 
 	body, err := s.readBody(w, r)
 	var c *call
@@ -162,6 +170,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 		s.refuse(w, r, id, UnknownModel, endpoint, c.stream, fmt.Errorf("%w: %s", ErrModelNotFound, c.model))
 		return
 	}
+	span.SetAttributes(attribute.String("model", m.Name()), attribute.Bool("stream", c.stream))
 	g := s.metrics.Start(m.Name(), endpoint, c.stream)
 	defer g.Finish()
 
@@ -193,7 +202,7 @@ func (s *Service) refuse(w http.ResponseWriter, r *http.Request, id, model, endp
 
 // reject logs a refused request once and writes its error body.
 func (s *Service) reject(w http.ResponseWriter, r *http.Request, id string, e apiError) {
-	s.log.Info("frontend: request refused", "request_id", id, "path", r.URL.Path, "status", e.status, "error", e.message)
+	s.log.InfoContext(r.Context(), "frontend: request refused", "request_id", id, "path", r.URL.Path, "status", e.status, "error", e.message)
 	writeError(w, e)
 }
 
@@ -312,11 +321,14 @@ func (x *exchange) unary(c *call, m *pipeline.Model) {
 func (x *exchange) fail(e apiError, committed bool) {
 	if e.kind == ErrCancelled {
 		x.g.Cancelled()
-		x.s.log.Info("frontend: client disconnected; request killed", "request_id", x.id, "model", x.model)
+		x.s.log.InfoContext(x.rc, "frontend: client disconnected; request killed", "request_id", x.id, "model", x.model)
 		return
 	}
 	x.g.Fail(e.kind)
-	x.s.log.Warn("frontend: request failed", "request_id", x.id, "model", x.model, "status", e.status, "error", e.message, "streaming", committed)
+	if committed || e.status >= 500 {
+		trace.SpanFromContext(x.rc).SetStatus(codes.Error, e.message)
+	}
+	x.s.log.WarnContext(x.rc, "frontend: request failed", "request_id", x.id, "model", x.model, "status", e.status, "error", e.message, "streaming", committed)
 	if committed {
 		_ = openai.WriteSSEError(x.w, e.body())
 		_ = http.NewResponseController(x.w).Flush()

@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dynamo-go/dynamo/pkg/openai"
 )
 
@@ -94,6 +96,9 @@ type Deps struct {
 	Metrics *Metrics
 	// Clock stamps responses; nil is time.Now.
 	Clock func() time.Time
+	// TracerProvider makes the server span of each /v1 request, a child
+	// of the client's traceparent when it sends one; nil makes none.
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() Config {

@@ -15,8 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
 // models is what the HTTP layer asks of the served models
@@ -39,6 +42,7 @@ type Service struct {
 	registry *prometheus.Registry
 	metrics  *Metrics
 	clock    func() time.Time
+	tracer   trace.Tracer
 	handler  http.Handler
 
 	shuttingDown atomic.Bool
@@ -54,7 +58,8 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &Service{cfg: cfg, models: deps.Models, log: deps.Logger, registry: deps.Registry, metrics: deps.Metrics, clock: deps.Clock}
+	s := &Service{cfg: cfg, models: deps.Models, log: deps.Logger, registry: deps.Registry, metrics: deps.Metrics, clock: deps.Clock,
+		tracer: telemetry.Tracer(deps.TracerProvider, "github.com/dynamo-go/dynamo/pkg/frontend")}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

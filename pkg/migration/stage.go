@@ -7,8 +7,13 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
 // ErrStopped is returned when a retry would start after the request was
@@ -29,14 +34,18 @@ type Config struct {
 	Metrics *Metrics
 	// Logger receives the migration log lines; nil discards.
 	Logger *slog.Logger
+	// TracerProvider makes a span per attempt of a migratable request,
+	// each linked to the one before; nil makes none.
+	TracerProvider trace.TracerProvider
 }
 
 // Stage is the migration stage of one model's pipeline: it wraps the next
 // stage (the KV router or the push router).
 type Stage struct {
-	next backend.Generator
-	cfg  Config
-	log  *slog.Logger
+	next   backend.Generator
+	cfg    Config
+	log    *slog.Logger
+	tracer trace.Tracer
 }
 
 var _ backend.Generator = (*Stage)(nil)
@@ -47,7 +56,7 @@ func New(next backend.Generator, cfg Config) *Stage {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Stage{next: next, cfg: cfg, log: log}
+	return &Stage{next: next, cfg: cfg, log: log, tracer: telemetry.Tracer(cfg.TracerProvider, "github.com/dynamo-go/dynamo/pkg/migration")}
 }
 
 // Limit returns the configured migration limit.
@@ -55,7 +64,7 @@ func (s *Stage) Limit() int { return s.cfg.Limit }
 
 // effectiveLimit is the retries this request may use: 0 for guided
 // decoding, n > 1, a pinned worker, or a prompt already over MaxSeqLen.
-func (s *Stage) effectiveLimit(req *backend.Request) int {
+func (s *Stage) effectiveLimit(ctx context.Context, req *backend.Request) int {
 	limit := s.cfg.Limit
 	if limit == 0 {
 		return 0
@@ -63,7 +72,7 @@ func (s *Stage) effectiveLimit(req *backend.Request) int {
 	so, rt := req.SamplingOptions, req.Routing
 	switch {
 	case len(so.GuidedDecoding) > 0 && string(so.GuidedDecoding) != "null":
-		s.log.Debug("migration: off for a request with guided decoding", "model", s.cfg.Model)
+		s.log.DebugContext(ctx, "migration: off for a request with guided decoding", "model", s.cfg.Model)
 		return 0
 	case so.N != nil && *so.N > 1:
 		return 0
@@ -80,11 +89,11 @@ func (s *Stage) effectiveLimit(req *backend.Request) int {
 // worker fails, within the request's migration budget.
 func (s *Stage) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
 	parent, ok := runtime.FromContext(ctx)
-	limit := s.effectiveLimit(req)
+	limit := s.effectiveLimit(ctx, req)
 	if !ok || limit == 0 {
 		err := s.next.Generate(ctx, req, emit)
 		if Migratable(err) {
-			s.log.Warn("migration: Cannot recreate stream: migration is off for this request", "model", s.cfg.Model,
+			s.log.WarnContext(ctx, "migration: Cannot recreate stream: migration is off for this request", "model", s.cfg.Model,
 				"limit", s.cfg.Limit, "err", err)
 		}
 		return err
@@ -108,6 +117,8 @@ type attempt struct {
 	failKind  string    // its migration_type
 	generated int       // tokens generated over all attempts
 	streamErr error     // the latest mid-stream failure: what the client gets if no retry works
+	number    int       // attempts started
+	prevSpan  trace.SpanContext
 }
 
 func (a *attempt) run() error {
@@ -121,11 +132,7 @@ func (a *attempt) run() error {
 		}
 		// The child sees the caller's context values (trace data) and
 		// ends with it; stop and kill reach it through the link.
-		child := runtime.NewContext(a.ctx, a.parent.ID())
-		a.parent.LinkChild(child)
-		a.emitted = 0
-		err := a.s.next.Generate(child, a.req, a.track)
-		child.Release()
+		err := a.once()
 		if err == nil || a.finished {
 			return nil // a terminal output reached the client: nothing is lost
 		}
@@ -156,12 +163,37 @@ func (a *attempt) run() error {
 			a.streamErr = err
 		}
 		if kind == TypeNewRequest {
-			a.s.log.Warn("migration: Creating new stream... retrying...", "model", a.s.cfg.Model, "request_id", a.parent.ID(), "retries_left", a.retries, "err", err)
+			a.s.log.WarnContext(a.ctx, "migration: Creating new stream... retrying...", "model", a.s.cfg.Model, "request_id", a.parent.ID(), "retries_left", a.retries, "err", err)
 		} else {
-			a.s.log.Warn("migration: Stream disconnected... recreating stream...", "model", a.s.cfg.Model, "request_id", a.parent.ID(),
+			a.s.log.WarnContext(a.ctx, "migration: Stream disconnected... recreating stream...", "model", a.s.cfg.Model, "request_id", a.parent.ID(),
 				"generated", a.generated, "retries_left", a.retries, "err", err)
 		}
 	}
+}
+
+// once runs one attempt, under its span: a child of the request's, linked
+// to the previous attempt's. The request carries the link to the engine
+// span of the worker that served the previous attempt (MigrationLink,
+// from that worker's first output).
+func (a *attempt) once() error {
+	a.number++
+	opts := []trace.SpanStartOption{trace.WithAttributes(attribute.Int("migration.attempt", a.number))}
+	if a.prevSpan.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: a.prevSpan}),
+			trace.WithAttributes(attribute.String("migration.type", a.failKind), attribute.Int("migration.replayed_tokens", a.generated)))
+	}
+	ctx, span := a.s.tracer.Start(a.ctx, "migration.attempt", opts...)
+	defer span.End()
+	a.prevSpan = span.SpanContext()
+	child := runtime.NewContext(ctx, a.parent.ID())
+	defer child.Release()
+	a.parent.LinkChild(child)
+	a.emitted = 0
+	err := a.s.next.Generate(child, a.req, a.track)
+	if err != nil && !a.finished {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return err
 }
 
 // giveUp ends a request that will not migrate again. After a stream
@@ -178,10 +210,10 @@ func (a *attempt) giveUp(err error, exhausted bool) error {
 	migrated := a.streamErr != nil || !a.failedAt.IsZero()
 	switch {
 	case exhausted:
-		a.s.log.Error("migration: Cannot recreate stream: Migration limit exhausted", "model", a.s.cfg.Model, "request_id", a.parent.ID(),
+		a.s.log.ErrorContext(a.ctx, "migration: Cannot recreate stream: Migration limit exhausted", "model", a.s.cfg.Model, "request_id", a.parent.ID(),
 			"generated", a.generated, "err", err)
 	case migrated && !a.parent.IsStopped():
-		a.s.log.Error("migration: Cannot recreate stream: "+err.Error(), "model", a.s.cfg.Model, "request_id", a.parent.ID(),
+		a.s.log.ErrorContext(a.ctx, "migration: Cannot recreate stream: "+err.Error(), "model", a.s.cfg.Model, "request_id", a.parent.ID(),
 			"generated", a.generated)
 	}
 	if a.streamErr != nil {
@@ -194,10 +226,13 @@ func (a *attempt) giveUp(err error, exhausted bool) error {
 func (a *attempt) track(out *backend.Output) error {
 	if a.emitted == 0 && !a.failedAt.IsZero() && len(out.TokenIDs) > 0 {
 		a.s.cfg.Metrics.migrationDone(a.s.cfg.Model, a.failKind, outcomeSuccess, time.Since(a.failedAt))
-		a.s.log.Info("migration: stream recreated", "model", a.s.cfg.Model, "request_id", a.parent.ID(), "after", time.Since(a.failedAt).Round(time.Microsecond))
+		a.s.log.InfoContext(a.ctx, "migration: stream recreated", "model", a.s.cfg.Model, "request_id", a.parent.ID(), "after", time.Since(a.failedAt).Round(time.Microsecond))
 		a.failedAt = time.Time{}
 	}
 	a.emitted++
+	if out.WorkerTraceLink != nil {
+		a.req.MigrationLink = out.WorkerTraceLink
+	}
 	if n := len(out.TokenIDs); n > 0 {
 		a.generated += n
 		if a.retries > 0 {
@@ -215,7 +250,7 @@ func (a *attempt) advance(ids []uint32) {
 	if m := a.s.cfg.MaxSeqLen; m > 0 && len(a.req.TokenIDs)+len(ids) > m {
 		a.retries = 0 // too long to replay: no more migrations
 		a.s.cfg.Metrics.maxSeqLenExceeded(a.s.cfg.Model)
-		a.s.log.Info("migration: sequence over --migration-max-seq-len; no further migration", "model", a.s.cfg.Model,
+		a.s.log.InfoContext(a.ctx, "migration: sequence over --migration-max-seq-len; no further migration", "model", a.s.cfg.Model,
 			"request_id", a.parent.ID(), "max_seq_len", m)
 		return
 	}

@@ -25,7 +25,7 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 	if r.cfg.KVCacheBlockSize > 0 {
 		card.KVCacheBlockSize = uint32(r.cfg.KVCacheBlockSize)
 	}
-	pre, err := preprocessor.NewModel(card, preprocessor.Options{Clock: r.clock})
+	pre, err := preprocessor.NewModel(card, preprocessor.Options{Clock: r.clock, TracerProvider: r.tp})
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 		return nil, fmt.Errorf("client for %s: %w", ep.Path(), err)
 	}
 	m := &Model{name: card.DisplayName, card: card, pre: pre, workers: newModelInstances(client), keys: map[string]bool{}}
-	push := router.New(m.workers, r.policy(), r.log)
+	push := router.New(m.workers, r.policy(), r.log, r.tp)
 	var next backend.Generator = push
 	if r.cfg.RouterMode == RouterKV {
 		if m.kv, err = r.newKV(card, ep, push); err != nil {
@@ -46,7 +46,7 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 	}
 	m.head = migration.New(next, migration.Config{
 		Model: card.DisplayName, Limit: r.migrationLimit(card), MaxSeqLen: r.cfg.MigrationMaxSeqLen,
-		Metrics: r.migMet, Logger: r.log,
+		Metrics: r.migMet, Logger: r.log, TracerProvider: r.tp,
 	})
 	r.start(ctx, m)
 	return m, nil

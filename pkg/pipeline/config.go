@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dynamo-go/dynamo/pkg/router/kv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
@@ -59,6 +61,9 @@ type Deps struct {
 	Metrics ModelMetrics
 	// Clock stamps the responses' "created" field; nil is time.Now.
 	Clock func() time.Time
+	// TracerProvider makes the spans of the models' stages (preprocessing,
+	// migration attempts, routing); nil makes none.
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() Config {

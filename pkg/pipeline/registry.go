@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dynamo-go/dynamo/pkg/migration"
 	"github.com/dynamo-go/dynamo/pkg/router/kv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
@@ -30,6 +32,7 @@ type Registry struct {
 	cfg     Config
 	rt      *runtime.DistributedRuntime
 	log     *slog.Logger
+	tp      trace.TracerProvider // nil: no spans
 	clock   func() time.Time
 	metrics ModelMetrics
 	migMet  *migration.Metrics
@@ -77,7 +80,7 @@ func New(cfg Config, deps Deps) (*Registry, error) {
 	default:
 		return nil, fmt.Errorf("pipeline: unknown router mode %q (want %s, %s or %s)", cfg.RouterMode, RouterRoundRobin, RouterRandom, RouterKV)
 	}
-	r := &Registry{cfg: cfg, rt: deps.Runtime, log: deps.Logger, clock: deps.Clock, metrics: deps.Metrics,
+	r := &Registry{cfg: cfg, rt: deps.Runtime, log: deps.Logger, tp: deps.TracerProvider, clock: deps.Clock, metrics: deps.Metrics,
 		models: map[string]*Model{}, names: map[string]*Model{}, byKey: map[string]*Model{},
 		pending: map[string]*pendingModel{}, pendingKeys: map[string]*pendingModel{}, loaded: make(chan *pendingModel)}
 	if r.log == nil {

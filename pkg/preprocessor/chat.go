@@ -18,7 +18,7 @@ import (
 // long, no worker) is returned with no event sent; an error after that
 // ends the stream and is returned too.
 func (m *Model) Chat(ctx context.Context, id string, req *openai.ChatCompletionRequest, next backend.Generator, emit func(Event) error) error {
-	prep, err := m.PrepareChat(req)
+	prep, err := m.prepareChat(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -28,7 +28,7 @@ func (m *Model) Chat(ctx context.Context, id string, req *openai.ChatCompletionR
 // ChatUnary serves a non-streaming chat request: the same stream folded
 // into one chat.completion, usage always included.
 func (m *Model) ChatUnary(ctx context.Context, id string, req *openai.ChatCompletionRequest, next backend.Generator) (*openai.ChatCompletion, error) {
-	prep, err := m.PrepareChat(req)
+	prep, err := m.prepareChat(ctx, req)
 	if err != nil {
 		return nil, err
 	}

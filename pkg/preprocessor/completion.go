@@ -18,7 +18,7 @@ import (
 // "<id>-<i>"), run concurrently; their chunks are merged and choice i of
 // prompt p gets index p*n+i.
 func (m *Model) Complete(ctx context.Context, id string, req *openai.CompletionRequest, next backend.Generator, emit func(Event) error) error {
-	preps, err := m.PrepareCompletion(req)
+	preps, err := m.prepareCompletion(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -28,7 +28,7 @@ func (m *Model) Complete(ctx context.Context, id string, req *openai.CompletionR
 // CompleteUnary serves a non-streaming completions request: the stream
 // folded into one text_completion, usage always included.
 func (m *Model) CompleteUnary(ctx context.Context, id string, req *openai.CompletionRequest, next backend.Generator) (*openai.Completion, error) {
-	preps, err := m.PrepareCompletion(req)
+	preps, err := m.prepareCompletion(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -6,9 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/template"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer"
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
 // ErrNoChatTemplate is returned for a chat request to a model without a
@@ -21,6 +24,8 @@ type Options struct {
 	Now func() time.Time
 	// Clock stamps the "created" field of responses; nil means time.Now.
 	Clock func() time.Time
+	// TracerProvider makes the preprocessing spans; nil makes none.
+	TracerProvider trace.TracerProvider
 }
 
 // Model holds what preprocessing one model needs, built once when the
@@ -28,6 +33,7 @@ type Options struct {
 // (the per-model template cache), the special-token strings templates see,
 // and the EOS ids. It is immutable and safe for concurrent use.
 type Model struct {
+	tracer    trace.Tracer
 	card      *modelcard.Card
 	tok       *tokenizer.Tokenizer
 	templates map[string]*template.Template
@@ -57,6 +63,7 @@ func NewModel(card *modelcard.Card, opts Options) (*Model, error) {
 	m := &Model{
 		card:      card,
 		tok:       tok,
+		tracer:    telemetry.Tracer(opts.TracerProvider, "github.com/dynamo-go/dynamo/pkg/preprocessor"),
 		templates: map[string]*template.Template{},
 		eos:       append([]uint32(nil), card.GenConfig.EOSTokenIDs...),
 		clock:     opts.Clock,

@@ -1,7 +1,12 @@
 package preprocessor
 
 import (
+	"context"
 	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/openai"
@@ -22,6 +27,14 @@ type Prepared struct {
 // PrepareChat renders, tokenizes (without adding special tokens: the
 // template holds them) and builds the engine request.
 func (m *Model) PrepareChat(req *openai.ChatCompletionRequest) (*Prepared, error) {
+	return m.prepareChat(context.Background(), req)
+}
+
+// prepareChat is PrepareChat under a "preprocess" span of ctx's, with
+// "template.render" and "tokenize" children.
+func (m *Model) prepareChat(ctx context.Context, req *openai.ChatCompletionRequest) (_ *Prepared, err error) {
+	ctx, span := m.tracer.Start(ctx, "preprocess")
+	defer func() { endSpan(span, err) }()
 	p := &Prepared{}
 	var ids []uint32
 	switch nv := req.NvExt; {
@@ -35,18 +48,24 @@ func (m *Model) PrepareChat(req *openai.ChatCompletionRequest) (*Prepared, error
 			p.Prompt = *last.Content.Text
 		}
 	default:
+		_, rspan := m.tracer.Start(ctx, "template.render")
 		text, err := m.RenderChat(req)
+		endSpan(rspan, err)
 		if err != nil {
 			return nil, err
 		}
 		p.Prompt = text
 	}
 	if ids == nil {
-		var err error
-		if ids, err = m.encode(p.Prompt, false); err != nil {
+		_, tspan := m.tracer.Start(ctx, "tokenize")
+		ids, err = m.encode(p.Prompt, false)
+		tspan.SetAttributes(attribute.Int("token_count", len(ids)))
+		endSpan(tspan, err)
+		if err != nil {
 			return nil, err
 		}
 	}
+	span.SetAttributes(attribute.Int("input_tokens", len(ids)))
 	if err := m.checkPrompt(ids, "messages"); err != nil {
 		return nil, err
 	}
@@ -76,6 +95,14 @@ func (m *Model) PrepareChat(req *openai.ChatCompletionRequest) (*Prepared, error
 // request (a batch fans out). Text prompts are tokenized with the
 // tokenizer's special tokens (BOS and the like) added.
 func (m *Model) PrepareCompletion(req *openai.CompletionRequest) ([]*Prepared, error) {
+	return m.prepareCompletion(context.Background(), req)
+}
+
+// prepareCompletion is PrepareCompletion under a "preprocess" span of
+// ctx's, with a "tokenize" child per text prompt.
+func (m *Model) prepareCompletion(ctx context.Context, req *openai.CompletionRequest) (_ []*Prepared, err error) {
+	ctx, span := m.tracer.Start(ctx, "preprocess")
+	defer func() { endSpan(span, err) }()
 	guided, err := req.GuidedDecoding()
 	if err != nil {
 		return nil, err
@@ -120,12 +147,17 @@ func (m *Model) PrepareCompletion(req *openai.CompletionRequest) ([]*Prepared, e
 	for i, pp := range prompts {
 		ids := append([]uint32(nil), pp.ids...)
 		if pp.isText {
-			if ids, err = m.encode(pp.text, true); err != nil {
+			_, tspan := m.tracer.Start(ctx, "tokenize")
+			ids, err = m.encode(pp.text, true)
+			tspan.SetAttributes(attribute.Int("token_count", len(ids)))
+			endSpan(tspan, err)
+			if err != nil {
 				return nil, err
 			}
 		} else if err := m.checkVocab(ids); err != nil {
 			return nil, err
 		}
+		span.SetAttributes(attribute.Int("input_tokens", len(ids)))
 		if err := m.checkPrompt(ids, "prompt"); err != nil {
 			return nil, err
 		}
@@ -184,4 +216,12 @@ func (m *Model) checkPrompt(ids []uint32, what string) error {
 		return invalidParam(what, "This model's maximum context length is %d tokens. However, your %s resulted in %d tokens. Please reduce the length of the %s.", n, what, len(ids), what)
 	}
 	return nil
+}
+
+// endSpan ends span, with an error status when err is not nil.
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }

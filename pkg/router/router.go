@@ -8,8 +8,12 @@ import (
 	"log/slog"
 	"slices"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
 // ErrNoInstances is returned when the endpoint has no instance to call.
@@ -32,7 +36,7 @@ type instanceSource interface {
 	Endpoint() runtime.EndpointID
 	Available() []uint64
 	ReportInstanceDown(id uint64)
-	Call(rc *runtime.Context, id uint64, payload []byte, emit func(item []byte) error) error
+	Call(ctx context.Context, id uint64, payload []byte, emit func(item []byte) error) error
 }
 
 var _ instanceSource = (*runtime.Client)(nil)
@@ -44,16 +48,18 @@ type PushRouter struct {
 	src    instanceSource
 	policy Policy
 	log    *slog.Logger
+	tracer trace.Tracer
 }
 
 var _ backend.Generator = (*PushRouter)(nil)
 
-// New returns a router over the instances of src. A nil logger discards.
-func New(src instanceSource, policy Policy, log *slog.Logger) *PushRouter {
+// New returns a router over the instances of src. A nil logger discards;
+// a nil tracer provider makes no routing spans.
+func New(src instanceSource, policy Policy, log *slog.Logger, tp trace.TracerProvider) *PushRouter {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &PushRouter{src: src, policy: policy, log: log}
+	return &PushRouter{src: src, policy: policy, log: log, tracer: telemetry.Tracer(tp, "github.com/dynamo-go/dynamo/pkg/router")}
 }
 
 // Generate sends req to one instance and streams its outputs to emit, each
@@ -64,9 +70,10 @@ func New(src instanceSource, policy Policy, log *slog.Logger) *PushRouter {
 // request's runtime.Context (runtime.FromContext).
 func (r *PushRouter) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
 	if req.Routing != nil && req.Routing.BackendInstanceID != nil {
-		return r.GenerateOn(ctx, *req.Routing.BackendInstanceID, req, emit)
+		return r.GenerateOn(telemetry.WithAttributes(ctx, attrPolicy.String(policyDirect)), *req.Routing.BackendInstanceID, req, emit)
 	}
-	rc, payload, err := encode(ctx, req)
+	ctx = telemetry.WithAttributes(ctx, attrPolicy.String(policyName(r.policy)))
+	payload, err := encode(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -76,9 +83,9 @@ func (r *PushRouter) Generate(ctx context.Context, req *backend.Request, emit fu
 		if err != nil {
 			return err
 		}
-		err = r.call(rc, id, payload, emit)
+		err = r.call(ctx, id, payload, emit)
 		if attempt == 0 && errors.Is(err, runtime.ErrUnknownInstance) {
-			r.log.Warn("router: instance disappeared during routing, reselecting", "endpoint", r.src.Endpoint().Path(), "instance_id", id)
+			r.log.WarnContext(ctx, "router: instance disappeared during routing, reselecting", "endpoint", r.src.Endpoint().Path(), "instance_id", id)
 			exclude = id
 			continue
 		}
@@ -92,11 +99,11 @@ func (r *PushRouter) GenerateOn(ctx context.Context, id uint64, req *backend.Req
 	if _, found := slices.BinarySearch(r.src.Available(), id); !found {
 		return fmt.Errorf("%w: instance %d (%x) does not serve %s", ErrTargetUnavailable, id, id, r.src.Endpoint().Path())
 	}
-	rc, payload, err := encode(ctx, req)
+	payload, err := encode(ctx, req)
 	if err != nil {
 		return err
 	}
-	return r.call(rc, id, payload, emit)
+	return r.call(ctx, id, payload, emit)
 }
 
 // Available returns the instances requests can go to now, sorted.
@@ -117,13 +124,19 @@ func (r *PushRouter) pick(req *backend.Request, exclude uint64) (uint64, error) 
 	return id, nil
 }
 
-// call sends the encoded request to instance id and decodes its outputs.
-// An instance whose call fails for an instance fault (cannot connect,
-// disconnected, timeouts, engine shutdown) is reported down, unless the
-// caller stopped the request.
-func (r *PushRouter) call(rc *runtime.Context, id uint64, payload []byte, emit func(*backend.Output) error) error {
+// call sends the encoded request to instance id and decodes its outputs,
+// under a routing span (the policy, the instance, and what the stages
+// before said through telemetry.WithAttributes) that is the parent of the
+// worker's spans. An instance whose call fails for an instance fault
+// (cannot connect, disconnected, timeouts, engine shutdown) is reported
+// down, unless the caller stopped the request.
+func (r *PushRouter) call(ctx context.Context, id uint64, payload []byte, emit func(*backend.Output) error) error {
+	ctx, span := r.tracer.Start(ctx, "route", trace.WithAttributes(telemetry.Attributes(ctx)...),
+		trace.WithAttributes(attrInstance.String(fmt.Sprintf("%x", id))))
+	defer span.End()
+	rc, _ := runtime.FromContext(ctx)
 	placement := &backend.Placement{WorkerID: id}
-	err := r.src.Call(rc, id, payload, func(item []byte) error {
+	err := r.src.Call(ctx, id, payload, func(item []byte) error {
 		var out backend.Output
 		if err := backend.DecodeOutput(item, &out); err != nil {
 			return fmt.Errorf("router: decode engine output: %w", err)
@@ -131,23 +144,26 @@ func (r *PushRouter) call(rc *runtime.Context, id uint64, payload []byte, emit f
 		out.Placement = placement
 		return emit(&out)
 	})
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
 	if err != nil && runtime.IsInstanceFault(err) && !rc.IsStopped() && !errors.Is(err, runtime.ErrUnknownInstance) {
 		r.src.ReportInstanceDown(id)
 	}
 	return err
 }
 
-// encode returns the request's runtime context and its wire encoding.
-func encode(ctx context.Context, req *backend.Request) (*runtime.Context, []byte, error) {
-	rc, ok := runtime.FromContext(ctx)
-	if !ok {
-		return nil, nil, ErrNoRequestContext
+// encode returns the request's wire encoding; ctx must carry the
+// request's runtime context.
+func encode(ctx context.Context, req *backend.Request) ([]byte, error) {
+	if _, ok := runtime.FromContext(ctx); !ok {
+		return nil, ErrNoRequestContext
 	}
 	payload, err := json.Marshal(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("router: encode request: %w", err)
+		return nil, fmt.Errorf("router: encode request: %w", err)
 	}
-	return rc, payload, nil
+	return payload, nil
 }
 
 func removeID(ids []uint64, id uint64) []uint64 {

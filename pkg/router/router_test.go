@@ -116,7 +116,7 @@ func pinned(id uint64) *backend.Request {
 
 func TestRoundRobinVisitsEveryWorkerInTurn(t *testing.T) {
 	f := newFleet(t, 3)
-	r := router.New(f.client, &router.RoundRobin{}, nil)
+	r := router.New(f.client, &router.RoundRobin{}, nil, nil)
 	counts := map[uint64]int{}
 	var seq []uint64
 	for range 9 {
@@ -139,7 +139,7 @@ func TestRoundRobinVisitsEveryWorkerInTurn(t *testing.T) {
 
 func TestRandomReachesEveryWorker(t *testing.T) {
 	f := newFleet(t, 3)
-	r := router.New(f.client, router.Random{}, nil)
+	r := router.New(f.client, router.Random{}, nil, nil)
 	counts := map[uint64]int{}
 	for range 90 {
 		id, err := ask(t, r, nil)
@@ -158,7 +158,7 @@ func TestRandomReachesEveryWorker(t *testing.T) {
 
 func TestDirectHitsTheNamedWorker(t *testing.T) {
 	f := newFleet(t, 3)
-	r := router.New(f.client, router.Direct{}, nil)
+	r := router.New(f.client, router.Direct{}, nil, nil)
 	for _, w := range f.workers {
 		id, err := ask(t, r, pinned(w))
 		if err != nil || id != w {
@@ -175,7 +175,7 @@ func TestDirectHitsTheNamedWorker(t *testing.T) {
 
 func TestNoInstancesIsAClearError(t *testing.T) {
 	f := newFleet(t, 0)
-	r := router.New(f.client, &router.RoundRobin{}, nil)
+	r := router.New(f.client, &router.RoundRobin{}, nil, nil)
 	_, err := ask(t, r, nil)
 	if !errors.Is(err, router.ErrNoInstances) || err.Error() != "router: no instances found for endpoint test/worker/generate" {
 		t.Fatalf("err = %v", err)
@@ -197,7 +197,7 @@ func TestUnreachableInstanceIsSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitInstances(t, t.Context(), f.client, 2)
-	r := router.New(f.client, &router.RoundRobin{}, nil)
+	r := router.New(f.client, &router.RoundRobin{}, nil, nil)
 	failures := 0
 	for range 6 {
 		id, err := ask(t, r, nil)

@@ -46,7 +46,7 @@ func TestWithdrawnWorkerIsNotPicked(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitInstances(t, ctx, cl, 2)
-	r := router.New(cl, &router.RoundRobin{}, nil)
+	r := router.New(cl, &router.RoundRobin{}, nil, nil)
 	asked := func() map[uint64]int {
 		seen := map[uint64]int{}
 		for range 6 {

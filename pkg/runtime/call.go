@@ -13,6 +13,7 @@ import (
 
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/plane"
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
 // call sends payload to inst and streams its response items to emit. It
@@ -20,7 +21,11 @@ import (
 // an error item or a failed start, a Disconnected error when the stream
 // ends early, or the context's cause when rc is killed. If emit returns an
 // error the worker is told to kill the request and call returns that error.
-func (rt *DistributedRuntime) call(rc *Context, inst Instance, payload []byte, emit func([]byte) error) error {
+func (rt *DistributedRuntime) call(ctx context.Context, inst Instance, payload []byte, emit func([]byte) error) error {
+	rc, ok := FromContext(ctx)
+	if !ok {
+		return NewError(TypeInvalidArgument, "runtime: the call's context carries no request Context")
+	}
 	if len(payload) == 0 {
 		return NewError(TypeInvalidArgument, "runtime: empty request payload")
 	}
@@ -57,7 +62,9 @@ func (rt *DistributedRuntime) call(rc *Context, inst Instance, payload []byte, e
 		return err
 	}
 	msg := codec.AppendMessage(nil, codec.Message{Header: hdr, Data: payload})
-	if err := rt.plane.send(rc, inst.Transport, map[string]string{"x-request-id": rc.ID()}, msg); err != nil {
+	headers := map[string]string{"x-request-id": rc.ID()}
+	telemetry.Inject(ctx, headers)
+	if err := rt.plane.send(rc, inst.Transport, headers, msg); err != nil {
 		if rc.IsKilled() {
 			return context.Cause(rc)
 		}

@@ -250,15 +250,19 @@ func (c *Client) Changed() <-chan struct{} {
 // end; a *Error otherwise: CannotConnect when the request could not be
 // delivered, Disconnected when the instance went away before or during the
 // stream, the worker's typed error when the handler failed, or the cause
-// of rc's kill. After rc.Stop the stream ends early and cleanly.
-func (c *Client) Call(rc *Context, id uint64, payload []byte, emit func(item []byte) error) error {
+// of the request's kill. After its Stop the stream ends early and cleanly.
+//
+// ctx must carry the request's Context (FromContext; a *Context is one);
+// the trace context of ctx's span travels with the request (traceparent),
+// so the worker's spans are its children.
+func (c *Client) Call(ctx context.Context, id uint64, payload []byte, emit func(item []byte) error) error {
 	c.mu.RLock()
 	inst, ok := c.instances[id]
 	c.mu.RUnlock()
 	if !ok {
 		return fmt.Errorf("%w: %w", ErrUnknownInstance, NewError(TypeCannotConnect, "instance_id=%x not found for endpoint %s", id, c.ep.Path()))
 	}
-	return c.rt.call(rc, inst, payload, emit)
+	return c.rt.call(ctx, inst, payload, emit)
 }
 
 func cmpU64(a, b uint64) int {

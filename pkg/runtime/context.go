@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/google/uuid"
+
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
 // Causes a request Context's Done channel reports through context.Cause.
@@ -81,10 +83,15 @@ func FromContext(ctx context.Context) (*Context, bool) {
 	return c, ok
 }
 
-// Value returns c itself for FromContext and defers to the parent otherwise.
+// Value returns c itself for FromContext, its id for
+// telemetry.RequestID (log lines carry it), and defers to the parent
+// otherwise.
 func (c *Context) Value(key any) any {
-	if key == (contextKey{}) {
+	switch key {
+	case contextKey{}:
 		return c
+	case telemetry.RequestIDKey{}:
+		return c.id
 	}
 	return c.Context.Value(key)
 }

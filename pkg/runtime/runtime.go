@@ -12,8 +12,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynamo-go/dynamo/pkg/runtime/discovery"
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
 // ErrRuntimeClosed is returned by calls on a runtime that is shutting down.
@@ -29,7 +31,14 @@ type Deps struct {
 	// MemSpace is shared by the runtimes of one process that use the mem
 	// discovery back-end (nil: a space of this runtime's own).
 	MemSpace *discovery.MemSpace
+	// TracerProvider makes the span of each request a worker handles (a
+	// child of the caller's span, whose trace context travels in the
+	// request headers); nil: no spans, the trace context still travels.
+	TracerProvider trace.TracerProvider
 }
+
+// tracerName names the runtime's tracer (instrumentation scope).
+const tracerName = "github.com/dynamo-go/dynamo/pkg/runtime"
 
 // DistributedRuntime is one process's membership in a Dynamo deployment:
 // its discovery lease, its request plane, the server workers call home to,
@@ -38,6 +47,7 @@ type Deps struct {
 type DistributedRuntime struct {
 	cfg      Config
 	log      *slog.Logger
+	tracer   trace.Tracer
 	store    discovery.Store
 	nc       *nats.Conn
 	plane    requestPlane
@@ -82,6 +92,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*DistributedRuntime, error
 	rt := &DistributedRuntime{
 		cfg:      cfg,
 		log:      log,
+		tracer:   telemetry.Tracer(deps.TracerProvider, tracerName),
 		bg:       newBackground(log),
 		mux:      newMuxPool(cfg, log),
 		registry: reg,

@@ -8,7 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
 // Errors of a serving endpoint, sent to callers in the request-plane ack.
@@ -179,7 +184,7 @@ type servedEndpoint struct {
 
 // onRequest is the request-plane handler: validate, admit, start the
 // request in its own goroutine, and return at once (the ack).
-func (s *servedEndpoint) onRequest(_ map[string]string, envelope []byte) error {
+func (s *servedEndpoint) onRequest(headers map[string]string, envelope []byte) error {
 	received := time.Now()
 	msg, err := codec.Decode(envelope, s.rt.cfg.MaxMessageSize)
 	if err != nil || len(msg.Header) == 0 || len(msg.Data) == 0 {
@@ -228,25 +233,35 @@ func (s *servedEndpoint) onRequest(_ map[string]string, envelope []byte) error {
 	if ctl.FrontendSendTsN > 0 {
 		s.metrics.transit.Observe(max(0, received.Sub(time.Unix(0, ctl.FrontendSendTsN)).Seconds()))
 	}
-	go s.handle(ctl.ID, info, msg.Data, received)
+	go s.handle(ctl.ID, headers, info, msg.Data, received)
 	return nil
 }
 
 // handle runs one request: call home, run the handler, finish the stream.
-func (s *servedEndpoint) handle(id string, info tcpStreamInfo, payload []byte, received time.Time) {
+// Its span (a child of the caller's, from the headers' trace context)
+// covers all of it; the handler's spans are its children.
+func (s *servedEndpoint) handle(id string, headers map[string]string, info tcpStreamInfo, payload []byte, received time.Time) {
 	defer s.done(received)
-	rc := NewContext(s.hardCtx, id)
+	ctx, span := s.rt.tracer.Start(telemetry.Extract(s.hardCtx, headers), "runtime.handle",
+		trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(received),
+		trace.WithAttributes(attribute.String("endpoint", s.id.String()), attribute.String("x_request_id", id)))
+	defer span.End()
+	rc := NewContext(ctx, id)
 	defer rc.Release()
 	out, err := s.openStream(rc, info)
 	if err != nil {
 		s.metrics.errors.WithLabelValues("response_stream").Inc()
-		s.rt.log.Warn("runtime: cannot call home", "request_id", id, "address", info.Address, "err", err)
+		s.rt.log.WarnContext(rc, "runtime: cannot call home", "request_id", id, "address", info.Address, "err", err)
+		span.SetStatus(codes.Error, "cannot open the response stream: "+err.Error())
 		return
 	}
 	r := &responder{out: out, rc: rc, metrics: s.metrics, maxSize: s.rt.cfg.MaxMessageSize, received: received}
 	herr := s.h.Handle(rc, payload, r.emit)
 	out.handlerDone()
 	out.close(r.finish(herr))
+	if herr != nil {
+		span.SetStatus(codes.Error, herr.Error())
+	}
 }
 
 // openStream opens the request's response stream: on the shared

@@ -18,10 +18,17 @@ func (w *server) handle(rc *runtime.Context, payload []byte, emit func([]byte) e
 	if err := json.Unmarshal(payload, &req); err != nil {
 		return runtime.NewError(backend.TypeInvalidArgument, "worker: bad request: %v", err)
 	}
+	// The engine runs under its span: a child context of rc carries it
+	// (stop and kill reach it through the link).
+	ctx, es := w.startEngineSpan(rc, &req)
+	erc := runtime.NewContext(ctx, rc.ID())
+	defer erc.Release()
+	rc.LinkChild(erc)
 	send := func(o *backend.Output) error {
 		if o == nil {
 			return fmt.Errorf("%w: nil output", backend.ErrContractViolation)
 		}
+		es.output(o)
 		b, err := backend.AppendOutputJSON(nil, o)
 		if err != nil {
 			return fmt.Errorf("worker: encode output: %w", err)
@@ -34,10 +41,11 @@ func (w *server) handle(rc *runtime.Context, payload []byte, emit func([]byte) e
 		}
 		return nil
 	}
-	err := w.generate(rc, &req, send)
+	err := w.generate(erc, &req, send)
+	es.end(erc, err)
 	if errors.Is(err, backend.ErrDropStream) {
 		// Fault injection: end like a crashed worker, without the final marker.
-		w.log.Warn("worker: dropping the response stream (fault injection)", "request_id", rc.ID())
+		w.log.WarnContext(rc, "worker: dropping the response stream (fault injection)", "request_id", rc.ID())
 		rc.Kill()
 	}
 	return err
@@ -70,7 +78,7 @@ func (w *server) generate(rc *runtime.Context, req *backend.Request, send func(*
 	if finish != nil {
 		// finish returns Generate's error, joined with any violation.
 		if err = finish(err); errors.Is(err, backend.ErrContractViolation) {
-			w.log.Error("worker: engine broke the stream contract", "request_id", rc.ID(), "err", err)
+			w.log.ErrorContext(rc, "worker: engine broke the stream contract", "request_id", rc.ID(), "err", err)
 		}
 	}
 	return err

@@ -7,10 +7,13 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/hfhub"
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
 // Disaggregation modes of a worker.
@@ -51,6 +54,9 @@ type Config struct {
 	Canary CanaryConfig
 	// Logger receives the worker's log lines (nil: discard).
 	Logger *slog.Logger
+	// TracerProvider makes each request's engine.generate span (a child
+	// of the runtime's handling span); nil makes none.
+	TracerProvider trace.TracerProvider
 }
 
 // CanaryConfig configures the canary health checks of the served endpoint
@@ -154,7 +160,8 @@ func Run(ctx context.Context, rt *runtime.DistributedRuntime, engine backend.Eng
 		return err
 	}
 	cfg = cfg.withDefaults()
-	w := &server{rt: rt, engine: engine, cfg: cfg, log: cfg.Logger}
+	w := &server{rt: rt, engine: engine, cfg: cfg, log: cfg.Logger,
+		tracer: telemetry.Tracer(cfg.TracerProvider, "github.com/dynamo-go/dynamo/pkg/backend/worker")}
 	return w.run(ctx)
 }
 
@@ -164,6 +171,7 @@ type server struct {
 	engine backend.Engine
 	cfg    Config
 	log    *slog.Logger
+	tracer trace.Tracer
 	canary *canary // nil unless Config.Canary.Enabled
 }
 

@@ -9,10 +9,13 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
 	"github.com/dynamo-go/dynamo/pkg/router"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
 // matcher finds how much of a prompt each worker holds: *Indexer (KV
@@ -222,7 +225,7 @@ func (r *Router) Generate(ctx context.Context, req *backend.Request, emit func(*
 	}
 	if _, err := r.d.Sequences.Add(ActiveRequest{ID: id, Worker: c.sel.Worker, Hashes: c.tracking, ISL: len(req.TokenIDs),
 		Overlap: c.sel.OverlapBlocks, ExpectedOutputTokens: expected}); err != nil {
-		r.log.Warn("kv router: request not tracked", "request_id", id, "err", err)
+		r.log.WarnContext(ctx, "kv router: request not tracked", "request_id", id, "err", err)
 	} else {
 		defer r.d.Sequences.Free(id)
 	}
@@ -239,6 +242,9 @@ func (r *Router) Generate(ctx context.Context, req *backend.Request, emit func(*
 	generated := 0
 	bs := max(1, r.cfg.BlockSize)
 	blocks := (len(req.TokenIDs) + bs - 1) / bs
+	ctx = telemetry.WithAttributes(ctx, attribute.String("router.policy", "kv"),
+		attribute.Int("kv.overlap_blocks", int(c.sel.OverlapBlocks)), attribute.Int("kv.prompt_blocks", blocks),
+		attribute.Int("worker.dp_rank", int(rank)))
 	return r.d.Next.GenerateOn(ctx, c.sel.Worker.ID, &routed, func(out *backend.Output) error {
 		if n := len(out.TokenIDs); n > 0 {
 			if first {
