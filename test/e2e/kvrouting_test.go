@@ -417,7 +417,7 @@ func (r *kvRig) startLongPrompt(t testing.TB, f *frontend, prompt string, maxTok
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	a := &longStream{liveStream: &liveStream{proc: f.process, events: make(chan timedEvent, longTokens+16)}, cancel: cancel}
-	go a.read(ctx, f.http, f.url+complPath, body)
+	go a.read(ctx, f.http, f.url+complPath, body, nil)
 	a.waitContent(t, 1)
 	for w, n := range r.served(t) {
 		if n-before[w] == 1 && a.worker == nil {

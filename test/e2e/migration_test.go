@@ -659,11 +659,23 @@ func (f *frontend) startStream(t testing.TB, path string, req object) *liveStrea
 		t.Fatal(err)
 	}
 	s := &liveStream{proc: f.process, events: make(chan timedEvent, 4096)}
-	go s.read(t.Context(), f.http, f.url+path, b)
+	go s.read(t.Context(), f.http, f.url+path, b, nil)
 	return s
 }
 
-func (s *liveStream) read(ctx context.Context, c *http.Client, url string, body []byte) {
+// startStreamHeaders is startStream with extra request headers.
+func (f *frontend) startStreamHeaders(t testing.TB, path string, req object, h http.Header) *liveStream {
+	t.Helper()
+	b, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &liveStream{proc: f.process, events: make(chan timedEvent, 4096)}
+	go s.read(t.Context(), f.http, f.url+path, b, h)
+	return s
+}
+
+func (s *liveStream) read(ctx context.Context, c *http.Client, url string, body []byte, h http.Header) {
 	defer close(s.events)
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -671,6 +683,9 @@ func (s *liveStream) read(ctx context.Context, c *http.Client, url string, body 
 		return
 	}
 	hr.Header.Set("Content-Type", "application/json")
+	for k, v := range h {
+		hr.Header[k] = v
+	}
 	s.sent = time.Now()
 	resp, err := c.Do(hr)
 	if err != nil {

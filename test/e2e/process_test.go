@@ -16,15 +16,16 @@ import (
 	"github.com/dynamo-go/dynamo/internal/testenv"
 )
 
-// Lines the binaries log once a listener is bound (slog text format); the
-// first group is the address. Every child binds port 0 and the test reads
-// the port it got from here: a port picked by the test and handed to the
-// child could be taken by anything else on the machine in between.
+// Lines the binaries log once a listener is bound, in slog's text or
+// JSON format (DYN_LOGGING_JSONL); the first non-empty group is the
+// address. Every child binds port 0 and the test reads the port it got
+// from here: a port picked by the test and handed to the child could be
+// taken by anything else on the machine in between.
 var (
 	// pkg/frontend: the HTTP listener (--http-port 0).
-	frontendListening = regexp.MustCompile(`msg="frontend: listening" addr=(\S+)`)
+	frontendListening = regexp.MustCompile(`msg="frontend: listening" addr=(\S+)|"msg":"frontend: listening","addr":"([^"]+)"`)
 	// pkg/runtime: the status server, /health and /metrics (DYN_SYSTEM_PORT=0).
-	statusListening = regexp.MustCompile(`msg="runtime: status server listening" addr=(\S+)`)
+	statusListening = regexp.MustCompile(`msg="runtime: status server listening" addr=(\S+)|"msg":"runtime: status server listening","addr":"([^"]+)"`)
 )
 
 const (
@@ -102,7 +103,13 @@ func (p *process) address(t testing.TB) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.addr == "" {
-		p.addr = p.waitLine(t, addrTimeout, "the address it listens on", p.addrLine)[1]
+		m := p.waitLine(t, addrTimeout, "the address it listens on", p.addrLine)
+		p.addr = m[1]
+		for _, g := range m[2:] { // the JSON log's group
+			if p.addr == "" {
+				p.addr = g
+			}
+		}
 	}
 	return p.addr
 }
