@@ -31,15 +31,17 @@ var errLinkDead = errors.New("runtime: shared response connection is closing")
 // it.
 var errLinkLost = errors.New("runtime: shared response connection failed")
 
-// errAckOverdue fails a shared connection on which the caller did not
-// acknowledge a stream in time: it is taken for dead (a caller whose end
-// closed while the network was cut looks alive until then).
-var errAckOverdue = errors.New("runtime: the caller did not acknowledge a stream in time")
-
-// errCallerSilent fails a shared connection whose caller has not sent a
-// frame for the silence bound since the worker wrote to it: a live caller
-// answers what it reads within a second (§7.8.6).
-var errCallerSilent = errors.New("runtime: the caller sent nothing since frames were written to it")
+// Why the watchdog gives a shared connection up (§7.8.6).
+var (
+	// errCallerHostSilent: the caller's host acknowledged nothing of what
+	// was outstanding for the connect timeout (it went away, or the
+	// network between is cut).
+	errCallerHostSilent = errors.New("runtime: the caller's host acknowledged nothing of the data in flight")
+	// errCallerSilent: the caller's process answered nothing it was sent
+	// for six times the connect timeout (it is stopped or stuck; a live
+	// one answers within a second).
+	errCallerSilent = errors.New("runtime: the caller sent nothing since frames were written to it")
+)
 
 // maxAttach bounds how often a stream is opened again on a new connection
 // after the one it was on failed before the caller acknowledged it.
@@ -181,6 +183,9 @@ type muxLink struct {
 	// it is older than the silence bound.
 	waiting  atomic.Int64
 	watchdog *time.Timer
+	// inFlight is since when the watchdog has seen data in flight to the
+	// caller's host (zero: none); the watchdog's own.
+	inFlight time.Time
 
 	mu       sync.Mutex
 	streams  map[uint64]*muxSlot // nil once failed
@@ -194,7 +199,6 @@ type muxSlot struct {
 	o       *muxOut
 	acked   chan struct{} // closed when the caller acknowledged the stream
 	lost    chan struct{} // closed when the connection failed before that
-	timer   *time.Timer   // fails the connection if the ack is overdue
 	isAcked bool          // under the link's mu
 	isLost  bool          // under the link's mu: lost is (being) closed
 }
@@ -238,16 +242,11 @@ func (l *muxLink) wrote() {
 	l.waiting.CompareAndSwap(0, time.Now().UnixNano())
 }
 
-// watch fails the connection when the caller left a write unanswered for
-// the silence bound (the connect timeout, 5 s by default): its host went
-// away or its process stopped. A caller that is only slow to read still
-// answers (§7.8.6). The kernel's own bound (TCP_USER_TIMEOUT) cannot
-// tell the two apart: it also ends a connection whose reader is slow
-// enough to keep the window closed for that long.
+// watch runs every fifth of the connect timeout while the connection is
+// up, and fails it when the caller is gone (see gone).
 func (l *muxLink) watch() {
-	since := l.waiting.Load()
-	if since != 0 && time.Since(time.Unix(0, since)) > l.pool.connectTimeout {
-		l.fail(errCallerSilent)
+	if err := l.gone(time.Now()); err != nil {
+		l.fail(err)
 		return
 	}
 	l.mu.Lock()
@@ -256,6 +255,41 @@ func (l *muxLink) watch() {
 	}
 	l.mu.Unlock()
 }
+
+// gone tells whether the caller went away, two ways:
+//
+//   - its host: data has been in flight to it for the connect timeout
+//     (5 s by default) and its kernel acknowledged none of it for as long
+//     (a vanished host or a cut network; Linux only, from TCP_INFO);
+//   - its process: it answered nothing it was sent for six times the
+//     connect timeout (a live caller answers within a second, §7.8.3).
+//
+// A caller that is only slow (a busy process whose reads lag by seconds,
+// its window closed) is neither: its kernel acknowledges, and its
+// process answers in the end. The kernel's TCP_USER_TIMEOUT cannot tell
+// the two apart: it also ends a connection whose window stays closed that
+// long.
+func (l *muxLink) gone(now time.Time) error {
+	bound := l.pool.connectTimeout
+	if silence, inFlight := peerAckSilence(l.conn); inFlight {
+		if l.inFlight.IsZero() {
+			l.inFlight = now
+		}
+		if now.Sub(l.inFlight) >= bound && silence >= bound {
+			return errCallerHostSilent
+		}
+	} else {
+		l.inFlight = time.Time{}
+	}
+	if since := l.waiting.Load(); since != 0 && now.Sub(time.Unix(0, since)) > callerSilence*bound {
+		return errCallerSilent
+	}
+	return nil
+}
+
+// callerSilence is how many connect timeouts a caller may leave what it
+// was sent unanswered before the worker takes it for stopped.
+const callerSilence = 6
 
 // dialShared dials a caller and makes the connection shared (§7.8.2). It
 // returns the caller's per-stream window.
@@ -326,7 +360,6 @@ func (l *muxLink) read() {
 			l.mu.Lock()
 			if !slot.isAcked && !slot.isLost {
 				slot.isAcked = true
-				slot.timer.Stop()
 				close(slot.acked)
 			}
 			l.mu.Unlock()
@@ -362,7 +395,6 @@ func (l *muxLink) attach(o *muxOut) error {
 	if l.idle != nil {
 		l.idle.Stop()
 	}
-	slot.timer = time.AfterFunc(l.pool.connectTimeout, func() { l.ackOverdue(slot) })
 	l.mu.Unlock()
 
 	o.link, o.slot = l, slot
@@ -377,34 +409,11 @@ func (l *muxLink) attach(o *muxOut) error {
 	return nil
 }
 
-// ackOverdue fails the connection if the caller has not acknowledged
-// slot's stream yet and has sent nothing for the ack timeout either. A
-// caller that sent something lately is alive but behind (it reads the
-// frames in order, and the opening frame may wait behind many others
-// under load): the deadline moves to the ack timeout after that.
-func (l *muxLink) ackOverdue(slot *muxSlot) {
-	l.mu.Lock()
-	overdue := !slot.isAcked && l.streams[slot.o.id] == slot
-	if overdue {
-		silent := time.Since(time.Unix(0, l.heard.Load()))
-		if wait := l.pool.connectTimeout - silent; wait > 0 {
-			slot.timer.Reset(wait)
-			overdue = false
-		}
-	}
-	l.mu.Unlock()
-	if overdue {
-		l.pool.log.Warn("runtime: shared response connection unresponsive; dialling a new one", "address", l.key.addr, "err", errAckOverdue)
-		l.fail(errAckOverdue)
-	}
-}
-
 // remove forgets a stream; the connection closes after idleTimeout
 // without streams.
 func (l *muxLink) remove(slot *muxSlot) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	slot.timer.Stop()
 	if l.streams == nil || l.streams[slot.o.id] != slot {
 		return
 	}
@@ -459,7 +468,6 @@ func (l *muxLink) doFail(err error) {
 	var killed []*muxOut
 	var lost []*muxSlot
 	for _, slot := range streams {
-		slot.timer.Stop()
 		if slot.isAcked {
 			killed = append(killed, slot.o)
 		} else {

@@ -114,10 +114,12 @@ func (s *streamServer) sharedConns() int {
 // read dispatches the connection's frames until it fails. The frames it
 // answers with (acks, kills) go out together before it reads from the
 // connection again, that is once it has handled every complete frame it
-// has buffered (or has queued a lot). Whatever it reads is answered within
-// muxKeepGoing: a reader about to wait for the worker with nothing to
-// answer writes a keep-going frame on stream 0, at once if it has written
-// nothing for muxKeepGoing, else when that much time has passed. A live
+// has buffered (or has queued a lot, or has written nothing for
+// muxKeepGoing while frames kept coming). Whatever it reads is answered
+// within muxKeepGoing: a reader about to wait for the worker with nothing
+// to answer writes a keep-going frame on stream 0, at once if it has
+// written nothing for muxKeepGoing, else when that much time has passed;
+// one that reads on without a pause does so every muxKeepGoing. A live
 // caller so tells the worker that it reads, however slowly (§7.8.3).
 func (mc *muxConn) read() {
 	r := bufio.NewReaderSize(mc.conn, muxConnReadBuffer)
@@ -128,14 +130,22 @@ func (mc *muxConn) read() {
 		}
 	}()
 	for {
-		if !frameBuffered(r) {
+		switch {
+		case !frameBuffered(r):
 			if mc.unanswered && len(mc.out) == 0 {
 				mc.answer()
 			}
 			if len(mc.out) > 0 {
 				mc.flush()
 			}
-		} else if len(mc.out) >= maxQueuedReplies {
+		case len(mc.out) >= maxQueuedReplies:
+			mc.flush()
+		case mc.unanswered && time.Since(time.Unix(0, mc.sent.Load())) >= muxKeepGoing:
+			// A steady flow never leaves the buffer without a whole
+			// frame: answer (and send what is queued) once a second.
+			if len(mc.out) == 0 {
+				mc.queue(0, ctrlAck)
+			}
 			mc.flush()
 		}
 		id, m, err := codec.ReadStreamMessage(r, mc.s.maxSize)

@@ -21,7 +21,7 @@ const (
 	// muxVersion is the version of the shared-connection protocol
 	// (docs/protocol.md §7.8) this runtime speaks. 2: the caller answers
 	// what it reads within a second (keep-going frames), and the worker
-	// takes a caller silent for 5 s after a write for gone; a version-1
+	// takes a caller that answers nothing for 30 s for gone; a version-1
 	// caller did not answer and would be taken for gone, so the versions
 	// do not mix (they fall back to the classic protocol).
 	muxVersion = 2
