@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run test test-short bench bench-tokenizer bench-preprocess bench-stack bench-streams fuzz lint clean
+.PHONY: build run test test-short bench bench-tokenizer bench-preprocess bench-stack bench-streams trace-demo fuzz lint clean
 
 build:
 	$(GO) build $(PKGS)
@@ -44,6 +44,11 @@ bench-stack:
 # files and CPU (scripts/bench-streams.sh N OSL WORKERS).
 bench-streams:
 	./scripts/bench-streams.sh 2000 400 4
+
+# A real Jaeger (built once from the Go module proxy) receiving the
+# stack's traces; one request's trace read back from its query API.
+trace-demo:
+	./scripts/trace-demo.sh
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzReadMessage -fuzztime=30s ./pkg/runtime/internal/codec/

@@ -4,6 +4,7 @@
 //	bench run --url http://localhost:8000 --model NAME --rate 500 --requests 5000 --json stack.json
 //	bench baseline --addr 127.0.0.1:8100
 //	bench compare baseline.json stack.json
+//	bench otlp-sink --addr 127.0.0.1:4317
 //
 // Flags: bench --help, or bench COMMAND --help.
 package main
@@ -40,6 +41,8 @@ var commands = []command{
 	{"baseline", "[flags]", "serve the same token streams from a bare net/http server until SIGINT/SIGTERM",
 		func(w io.Writer) *flag.FlagSet { return newBaselineFlags(w).fs }, baselineMain},
 	{"compare", "a.json b.json", "print two JSON reports side by side with b − a and b / a", nil, compareMain},
+	{"otlp-sink", "[flags]", "receive OTLP/gRPC trace exports and drop them, counting spans, until SIGINT/SIGTERM",
+		func(w io.Writer) *flag.FlagSet { return newOTLPSinkFlags(w).fs }, otlpSinkMain},
 }
 
 // run returns the exit code: 0 on success, 1 when the work failed, 2 for

@@ -166,18 +166,7 @@ func TestBaselineServesUntilCancelled(t *testing.T) {
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"baseline", "--addr", "127.0.0.1:0"}, io.Discard, &stderr) }()
 
-	var addr string
-	deadline := time.Now().Add(5 * time.Second)
-	for addr == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("baseline did not report its address:\n%s", stderr.String())
-		}
-		if _, rest, ok := strings.Cut(stderr.String(), "addr="); ok {
-			addr, _, _ = strings.Cut(rest, " ")
-		} else {
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	addr := waitAddr(t, &stderr)
 	resp, err := http.Post(fmt.Sprintf("http://%s/v1/completions", addr), "application/json",
 		strings.NewReader(`{"model":"m","prompt":"hi","max_tokens":2,"stream":true}`))
 	if err != nil {
@@ -196,5 +185,21 @@ func TestBaselineServesUntilCancelled(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("baseline did not shut down")
+	}
+}
+
+// waitAddr returns the address a command logged (addr=...) on stderr.
+func waitAddr(t *testing.T, stderr *testenv.Buffer) string {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, rest, ok := strings.Cut(stderr.String(), "addr="); ok {
+			addr, _, _ := strings.Cut(rest, " ")
+			return strings.TrimSpace(addr)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no address reported:\n%s", stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
