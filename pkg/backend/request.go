@@ -22,8 +22,8 @@ type Request struct {
 	Routing     *Routing `json:"routing,omitempty"`
 
 	RouterConfigOverride json.RawMessage `json:"router_config_override,omitempty"`
-	PrefillResult        json.RawMessage `json:"prefill_result,omitempty"`
-	BootstrapInfo        json.RawMessage `json:"bootstrap_info,omitempty"`
+	PrefillResult        *PrefillResult  `json:"prefill_result,omitempty"`
+	BootstrapInfo        *BootstrapInfo  `json:"bootstrap_info,omitempty"`
 	ExtraArgs            json.RawMessage `json:"extra_args,omitempty"`
 	MultiModalData       json.RawMessage `json:"multi_modal_data,omitempty"`
 	// MigrationLink names the engine span of the attempt this request

@@ -88,6 +88,16 @@ type RuntimeConfig struct {
 	ToolCallParser string `json:"tool_call_parser,omitempty"`
 	// ReasoningParser names the reasoning parser for this model's output.
 	ReasoningParser string `json:"reasoning_parser,omitempty"`
+	// DisaggregatedEndpoint is where a prefill worker listens for the
+	// bootstrap handoff (backend.BootstrapInfo); nil: it does not, and the
+	// frontend hands its requests over synchronously.
+	DisaggregatedEndpoint *DisaggregatedEndpoint `json:"disaggregated_endpoint,omitempty"`
+}
+
+// DisaggregatedEndpoint is a prefill worker's bootstrap address.
+type DisaggregatedEndpoint struct {
+	BootstrapHost string `json:"bootstrap_host"`
+	BootstrapPort int    `json:"bootstrap_port"`
 }
 
 // GenConfig is what ends generation: the union, in this order and without
