@@ -17,13 +17,21 @@ import (
 var unsummed = []string{"mdc_sum", "runtime_config"}
 
 // Checksum returns the card's checksum, "sha256:<hex>": the SHA-256 of the
-// card's canonical encoding. The canonical encoding is the card as a JSON
-// object without the "mdc_sum" and "runtime_config" members, with the keys
-// of every object sorted (byte order), no insignificant whitespace, strings
-// escaped as encoding/json does without HTML escaping (only '"', '\\',
-// control characters, U+2028 and U+2029 are escaped), and numbers as
-// written. It covers unknown fields kept from a newer writer. It does not
-// depend on the card's MDCSum field.
+// card's canonical encoding. The checksum says what the model is (its
+// files, chat template, names, context length, block size, ...), not how
+// one worker serves it, so the cards of one model agree on it whatever
+// each worker's role in disaggregated serving.
+//
+// The canonical encoding is the card as a JSON object without the
+// "mdc_sum" and "runtime_config" members, with its role in its aggregated
+// form (see roleNeutral: worker_type "Aggregated", and a model_type with
+// the Prefill flag hashed as Chat | Completions, the types its decode
+// peers serve), with the keys of every object sorted (byte order), no
+// insignificant whitespace, strings escaped as encoding/json does without
+// HTML escaping (only '"', '\\', control characters, U+2028 and U+2029 are
+// escaped), and numbers as written. It covers unknown fields kept from a
+// newer writer. It does not depend on the card's MDCSum field. The card of
+// an aggregated worker hashes exactly as before roles were left out.
 func (c *Card) Checksum() (string, error) {
 	m, err := c.toMap()
 	if err != nil {
@@ -150,12 +158,43 @@ func checksumOf(m map[string]any) (string, error) {
 	for _, k := range unsummed {
 		delete(cp, k)
 	}
+	if err := roleNeutral(cp); err != nil {
+		return "", err
+	}
 	b, err := encode(cp) // encoding/json sorts map keys
 	if err != nil {
 		return "", err
 	}
 	h := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(h[:]), nil
+}
+
+// roleNeutral rewrites, in a card's generic JSON object, the members that
+// say what role its worker plays in disaggregated serving to what an
+// aggregated worker of the model publishes: worker_type (when present)
+// becomes "Aggregated", and a model_type with the Prefill flag loses it and
+// gains Chat | Completions. Anything else is left as written, so the card
+// of an aggregated worker is unchanged.
+func roleNeutral(m map[string]any) error {
+	if _, ok := m["worker_type"]; ok {
+		m["worker_type"] = string(WorkerAggregated)
+	}
+	raw, ok := m["model_type"]
+	if !ok {
+		return nil
+	}
+	b, err := encode(raw)
+	if err != nil {
+		return err
+	}
+	var t ModelType
+	if err := t.UnmarshalJSON(b); err != nil {
+		return fmt.Errorf("%w: card: %w", ErrInvalid, err)
+	}
+	if t.Has(ModelPrefill) {
+		m["model_type"] = (t&^ModelPrefill | ModelChat | ModelCompletions).String()
+	}
+	return nil
 }
 
 func decodeObject(b []byte) (map[string]any, error) {

@@ -198,3 +198,56 @@ func TestRecordRoundTrip(t *testing.T) {
 		t.Errorf("DecodeCard without a card = %v, want ErrInvalid", err)
 	}
 }
+
+// demoSum is the demo card's checksum as an aggregated worker published
+// it before roles were left out of the checksum; it must not change, so
+// frontends of either version accept the cards of the other.
+const demoSum = "sha256:694cc7596cfe89c51ccbaab02f721ad3daade6961084a90cf8ecdb8be7721192"
+
+func TestChecksumIgnoresTheRole(t *testing.T) {
+	sum := func(mode string, types []string) string {
+		t.Helper()
+		c, err := FromDir(demoDir, Options{Name: "demo", DisaggregationMode: mode, ModelTypes: types})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Unmarshal(b); err != nil {
+			t.Fatalf("%s card does not verify: %v", mode, err)
+		}
+		return c.MDCSum
+	}
+	agg := sum("aggregated", []string{"chat", "completions"})
+	if agg != demoSum {
+		t.Errorf("aggregated demo card sum = %s, want the earlier %s", agg, demoSum)
+	}
+	for _, tc := range []struct {
+		mode  string
+		types []string
+	}{
+		{"", nil},
+		{"decode", []string{"chat", "completions"}},
+		{"prefill", []string{"prefill"}},
+		{"prefill", []string{"prefill", "chat"}},
+	} {
+		if got := sum(tc.mode, tc.types); got != agg {
+			t.Errorf("%s card with model types %v: sum %s, want the aggregated card's %s", tc.mode, tc.types, got, agg)
+		}
+	}
+	// What the model is still counts on a prefill card.
+	a, err := FromDir(demoDir, Options{Name: "demo", DisaggregationMode: "prefill", ModelTypes: []string{"prefill"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.ContextLength = 8
+	if s, _ := a.Checksum(); s == agg {
+		t.Error("a prefill card with another context length has the same sum")
+	}
+	// Only the role is neutral: an embedding model differs.
+	if got := sum("aggregated", []string{"embedding"}); got == agg {
+		t.Error("an embedding card has the chat card's sum")
+	}
+}

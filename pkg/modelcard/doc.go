@@ -27,7 +27,11 @@
 // canonical encoding of the card (see Checksum), which covers the files
 // through their checksums, and Unmarshal verifies it;
 // a mismatch is an error wrapping ErrChecksum. The same value lets a frontend
-// check that all workers serving one model agree on it.
+// check that all workers serving one model agree on it: it covers what the
+// model is, not how one worker serves it (runtime_config is left out, and
+// the worker's disaggregation role, worker_type and a Prefill model_type,
+// is hashed in its aggregated form), so the prefill, decode and aggregated
+// workers of one model publish the same mdc_sum.
 //
 // Cards are plain values: safe for concurrent reads, not for concurrent
 // mutation. The package imports no other project package.
