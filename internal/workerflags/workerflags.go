@@ -24,7 +24,9 @@ import (
 
 // Flags holds the registered flags until Configs is called.
 type Flags struct {
+	fs             *flag.FlagSet
 	env            func(string) string
+	namespace      string
 	runtime        *runtimeflags.Flags
 	modelPath      *string
 	modelName      *string
@@ -44,13 +46,15 @@ func Register(fs *flag.FlagSet, env func(string) string) *Flags {
 		ns = "dynamo"
 	}
 	return &Flags{
+		fs:             fs,
 		env:            env,
+		namespace:      ns,
 		runtime:        runtimeflags.Register(fs, env),
 		modelPath:      fs.String("model-path", "", "model: a local Hugging Face directory or a hub id org/name (required)"),
 		modelName:      fs.String("model-name", "", "served model name (default: derived from the model path)"),
-		endpoint:       fs.String("endpoint", "dyn://"+ns+".backend.generate", "endpoint to serve, dyn://namespace.component.endpoint [env DYN_NAMESPACE sets the namespace]"),
+		endpoint:       fs.String("endpoint", "dyn://"+ns+".backend.generate", "endpoint to serve, dyn://namespace.component.endpoint; a prefill worker's default is dyn://"+ns+".prefill.generate [env DYN_NAMESPACE sets the namespace]"),
 		migrationLimit: fs.Int("migration-limit", 0, "times a frontend may re-issue a broken stream of this model on another worker (published on the model card)"),
-		mode:           fs.String("disaggregation-mode", worker.ModeAggregated, "aggregated, prefill or decode"),
+		mode:           fs.String("disaggregation-mode", worker.ModeAggregated, "role in disaggregated serving: aggregated, prefill (publishes its card as model type Prefill, for the frontend's prefill stage) or decode (publishes no KV events)"),
 		isPrefill:      fs.Bool("is-prefill-worker", false, "same as --disaggregation-mode prefill"),
 		isDecode:       fs.Bool("is-decode-worker", false, "same as --disaggregation-mode decode"),
 		revision:       fs.String("revision", "main", "hub revision (branch, tag or commit) for a hub id"),
@@ -103,19 +107,38 @@ func (f *Flags) Configs() (worker.Config, runtime.Config, error) {
 	hub.Revision = *f.revision
 	hub.Progress = os.Stderr
 	w := worker.Config{
-		Endpoint:           ep,
-		ModelPath:          *f.modelPath,
-		ModelName:          *f.modelName,
-		MigrationLimit:     *f.migrationLimit,
-		DisaggregationMode: mode,
-		ChatTemplateFile:   *f.chatTemplate,
-		Hub:                hub,
-		Canary:             canary,
+		Endpoint:         ep,
+		ModelPath:        *f.modelPath,
+		ModelName:        *f.modelName,
+		MigrationLimit:   *f.migrationLimit,
+		ChatTemplateFile: *f.chatTemplate,
+		Hub:              hub,
+		Canary:           canary,
 	}
+	f.SetMode(&w, mode)
 	if err := w.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return w, rt, errors.Join(errs...)
+}
+
+// SetMode sets w's disaggregation mode, and for a prefill worker whose
+// --endpoint was not given the prefill endpoint dyn://{ns}.prefill.generate
+// (the reference system's default, which keeps prefill workers out of the
+// decode workers' instance list). main calls it again when a
+// configuration file sets the mode.
+func (f *Flags) SetMode(w *worker.Config, mode string) {
+	w.DisaggregationMode = mode
+	explicit := false
+	f.fs.Visit(func(fl *flag.Flag) { explicit = explicit || fl.Name == "endpoint" })
+	if explicit || w.Endpoint == (runtime.EndpointID{}) {
+		return
+	}
+	component := "backend"
+	if mode == worker.ModePrefill {
+		component = "prefill"
+	}
+	w.Endpoint = runtime.EndpointID{Namespace: f.namespace, Component: component, Name: "generate"}
 }
 
 // canaryConfig reads the health-check variables; it reports every bad

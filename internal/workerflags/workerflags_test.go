@@ -66,3 +66,42 @@ func TestBadHealthCheckVariablesAreReportedTogether(t *testing.T) {
 		t.Errorf("a missing payload file: %v", err)
 	}
 }
+
+func TestDisaggregationMode(t *testing.T) {
+	parse := func(args ...string) (worker.Config, error) {
+		t.Helper()
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		f := Register(fs, func(k string) string { return map[string]string{"DYN_NAMESPACE": "ns"}[k] })
+		if err := fs.Parse(append([]string{"--model-path", "org/model"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		w, _, err := f.Configs()
+		return w, err
+	}
+	for _, tc := range []struct {
+		args     []string
+		mode     string
+		endpoint string
+	}{
+		{nil, worker.ModeAggregated, "ns.backend.generate"},
+		{[]string{"--disaggregation-mode", "decode"}, worker.ModeDecode, "ns.backend.generate"},
+		{[]string{"--is-decode-worker"}, worker.ModeDecode, "ns.backend.generate"},
+		{[]string{"--disaggregation-mode", "prefill"}, worker.ModePrefill, "ns.prefill.generate"},
+		{[]string{"--is-prefill-worker"}, worker.ModePrefill, "ns.prefill.generate"},
+		{[]string{"--is-prefill-worker", "--endpoint", "dyn://ns.backend.generate"}, worker.ModePrefill, "ns.backend.generate"},
+	} {
+		w, err := parse(tc.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if w.DisaggregationMode != tc.mode || w.Endpoint.String() != "dyn://"+tc.endpoint {
+			t.Errorf("%v: mode %q endpoint %s; want %q, %s", tc.args, w.DisaggregationMode, w.Endpoint, tc.mode, tc.endpoint)
+		}
+	}
+	if _, err := parse("--is-prefill-worker", "--is-decode-worker"); err == nil || !strings.Contains(err.Error(), "exclude") {
+		t.Errorf("both roles: %v, want an error", err)
+	}
+	if _, err := parse("--disaggregation-mode", "encode"); err == nil {
+		t.Error("--disaggregation-mode encode accepted")
+	}
+}

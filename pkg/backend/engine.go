@@ -76,6 +76,15 @@ type Config struct {
 	DataParallelSize int
 	// DataParallelStartRank is the first rank this worker serves.
 	DataParallelStartRank int
+	// BootstrapPort is the port a prefill engine listens on for the
+	// bootstrap handoff of disaggregated serving (see BootstrapInfo); 0:
+	// it does not, and the frontend hands its requests over
+	// synchronously. The worker publishes it in its model card's
+	// disaggregated_endpoint.
+	BootstrapPort int
+	// BootstrapHost is the host decode engines connect to for the
+	// bootstrap handoff; "": the runtime's advertised TCP host.
+	BootstrapHost string
 }
 
 // Name returns the served model name: ServedModelName, else Model.

@@ -28,7 +28,7 @@ func (w *server) buildCard(ctx context.Context, ecfg backend.Config) (*modelcard
 		Name:               ecfg.Name(),
 		Aliases:            ecfg.Aliases,
 		Source:             w.cfg.ModelPath,
-		ModelTypes:         w.cfg.ModelTypes,
+		ModelTypes:         w.modelTypes(),
 		ContextLength:      ecfg.ContextLength,
 		KVCacheBlockSize:   ecfg.KVBlockSize,
 		MigrationLimit:     w.cfg.MigrationLimit,
@@ -39,12 +39,43 @@ func (w *server) buildCard(ctx context.Context, ecfg backend.Config) (*modelcard
 			MaxNumSeqs:          ecfg.MaxNumSeqs,
 			MaxNumBatchedTokens: ecfg.MaxNumBatchedTokens,
 			DataParallelSize:    ecfg.DataParallelSize,
+
+			DisaggregatedEndpoint: w.bootstrapEndpoint(ecfg),
 		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("worker: model card: %w", err)
 	}
 	return card, nil
+}
+
+// modelTypes are the card's model types: Prefill for a prefill worker
+// (frontends use it as the model's prefill pool and never list it), else
+// the configured ones.
+func (w *server) modelTypes() []string {
+	if w.cfg.DisaggregationMode == ModePrefill {
+		return []string{"prefill"}
+	}
+	return w.cfg.ModelTypes
+}
+
+// bootstrapEndpoint is the card's disaggregated_endpoint: where a prefill
+// engine that reported a bootstrap port listens, with the runtime's
+// advertised TCP host unless the engine named one; nil otherwise.
+func (w *server) bootstrapEndpoint(ecfg backend.Config) *modelcard.DisaggregatedEndpoint {
+	if ecfg.BootstrapPort == 0 {
+		return nil
+	}
+	if w.cfg.DisaggregationMode != ModePrefill {
+		w.log.Warn("worker: the engine reports a bootstrap port but the worker is not a prefill worker; not published",
+			"port", ecfg.BootstrapPort, "mode", w.cfg.DisaggregationMode)
+		return nil
+	}
+	host := ecfg.BootstrapHost
+	if host == "" {
+		host = w.rt.Config().TCPHost
+	}
+	return &modelcard.DisaggregatedEndpoint{BootstrapHost: host, BootstrapPort: ecfg.BootstrapPort}
 }
 
 // publishCard writes the card under the lease. The card names its files

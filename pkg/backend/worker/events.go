@@ -20,6 +20,7 @@ type eventPublisher struct {
 	log       *slog.Logger
 	warnOnce  sync.Once
 	local     map[int]*kvblock.LocalIndex // per dp rank, for KV event sources
+	dropKV    bool                        // a decode worker: KV events are not published
 }
 
 func newEventPublisher(rt *runtime.DistributedRuntime, ep runtime.EndpointID, log *slog.Logger) *eventPublisher {
@@ -32,6 +33,9 @@ func newEventPublisher(rt *runtime.DistributedRuntime, ep runtime.EndpointID, lo
 }
 
 func (p *eventPublisher) PublishKVEvent(ctx context.Context, dpRank int, event any) error {
+	if p.dropKV {
+		return nil
+	}
 	if x := p.local[dpRank]; x != nil {
 		var ev *kvblock.RouterEvent
 		switch e := event.(type) {

@@ -35,12 +35,21 @@ type Config struct {
 	ModelName string
 	// Aliases are further names clients may use.
 	Aliases []string
-	// ModelTypes the frontend serves the model as (default chat and completions).
+	// ModelTypes the frontend serves the model as (default chat and
+	// completions). A prefill worker's card has model type Prefill
+	// instead, whatever this says.
 	ModelTypes []string
 	// MigrationLimit is published on the card: how many times a frontend
 	// may re-issue a broken stream of this model on another worker.
 	MigrationLimit int
-	// DisaggregationMode is aggregated (default), prefill or decode.
+	// DisaggregationMode is the worker's role in disaggregated serving:
+	// aggregated (default; prefill and decode in one engine), prefill
+	// (its card's model type is Prefill, under the same model name, and
+	// carries the engine's bootstrap endpoint, if any, as
+	// disaggregated_endpoint) or decode (the card is the aggregated one
+	// with worker type Decode; the engine's KV events are not published
+	// and no local KV index is served: the prefill workers own the cache
+	// routers care about). Load metrics are published in every mode.
 	DisaggregationMode string
 	// ChatTemplateFile is a Jinja chat template file that replaces the
 	// model's own (--custom-jinja-template); "" keeps the model's.
@@ -196,9 +205,13 @@ func (w *server) run(ctx context.Context) (err error) {
 	var local map[int]*kvblock.LocalIndex
 	if src, ok := w.engine.(backend.KVEventSource); ok {
 		pub := newEventPublisher(w.rt, w.cfg.Endpoint, w.log)
-		local = map[int]*kvblock.LocalIndex{}
-		for _, r := range src.KVEventSources() {
-			local[r] = kvblock.NewLocalIndex(w.rt.InstanceID(), uint32(r))
+		if w.cfg.DisaggregationMode == ModeDecode {
+			pub.dropKV = true
+		} else {
+			local = map[int]*kvblock.LocalIndex{}
+			for _, r := range src.KVEventSources() {
+				local[r] = kvblock.NewLocalIndex(w.rt.InstanceID(), uint32(r))
+			}
 		}
 		pub.local = local
 		src.SetEventPublisher(pub)

@@ -32,6 +32,7 @@ var testEP = runtime.EndpointID{Namespace: "test", Component: "backend", Name: "
 // for i in [0, max_tokens) and ends with Length, honouring stop and kill.
 type scripted struct {
 	startErr      error
+	bootstrapPort int // reported by Start
 	delay         time.Duration
 	dropAfter     int  // return ErrDropStream after this many tokens
 	afterTerminal bool // break the contract: emit after the terminal
@@ -53,7 +54,7 @@ func (e *scripted) Start(context.Context, uint64) (backend.Config, error) {
 	if e.startErr != nil {
 		return backend.Config{}, e.startErr
 	}
-	return backend.Config{Model: "scripted-model", ContextLength: 4096, KVBlockSize: 16, TotalKVBlocks: 100}, nil
+	return backend.Config{Model: "scripted-model", ContextLength: 4096, KVBlockSize: 16, TotalKVBlocks: 100, BootstrapPort: e.bootstrapPort}, nil
 }
 
 func (e *scripted) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
