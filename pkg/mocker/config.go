@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"net"
 	"time"
 )
 
@@ -73,9 +75,36 @@ type Config struct {
 	// done). Zero: off.
 	StallAfterTokens int
 
+	// DisaggregationMode (worker_type) is the engine's role in
+	// disaggregated serving: ModeAggregated (or ""), ModePrefill or
+	// ModeDecode; see the package documentation.
+	DisaggregationMode string
+	// BootstrapAddr, for a prefill engine, is the host:port its bootstrap
+	// server listens on for decode engines (port 0: a free one, reported
+	// by Start as backend.Config.BootstrapPort). Zero: no bootstrap
+	// server; decode engines learn of the prefill synchronously.
+	BootstrapAddr string
+	// KVTransferBandwidth (kv_transfer_bandwidth) is the bandwidth, in GB/s
+	// (10^9 bytes per second), at which a prefill engine's KV cache reaches
+	// the decode engine: a prefill sleeps prompt tokens · KVBytesPerToken /
+	// bandwidth (divided by SpeedupRatio) before it answers. Zero: no
+	// delay; default 64.
+	KVTransferBandwidth float64
+	// KVBytesPerToken is the size of one token's KV cache in bytes,
+	// num_layers·2·num_kv_heads·head_dim·dtype_bytes (see
+	// KVBytesPerToken). Zero: unknown, no transfer delay.
+	KVBytesPerToken int
+
 	// Logger receives the engine's few log lines. Zero: discarded.
 	Logger *slog.Logger
 }
+
+// Disaggregation modes (Config.DisaggregationMode).
+const (
+	ModeAggregated = "aggregated"
+	ModePrefill    = "prefill"
+	ModeDecode     = "decode"
+)
 
 // DefaultConfig returns the reference system's defaults.
 func DefaultConfig() Config {
@@ -91,6 +120,8 @@ func DefaultConfig() Config {
 		Watermark:            0.01,
 		SpeedupRatio:         1,
 		DPSize:               1,
+		DisaggregationMode:   ModeAggregated,
+		KVTransferBandwidth:  64,
 	}
 }
 
@@ -111,6 +142,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SpeedupRatio == 0 {
 		c.SpeedupRatio = d.SpeedupRatio
+	}
+	if c.DisaggregationMode == "" {
+		c.DisaggregationMode = ModeAggregated
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -155,6 +189,25 @@ func (c Config) Validate() error {
 	}
 	if c.ExitAfterTokens > 0 && c.Exit == nil {
 		bad("ExitAfterTokens needs Exit")
+	}
+	switch c.DisaggregationMode {
+	case ModeAggregated, ModePrefill, ModeDecode:
+	default:
+		bad("disaggregation mode %q: want aggregated, prefill or decode", c.DisaggregationMode)
+	}
+	if c.BootstrapAddr != "" {
+		if c.DisaggregationMode != ModePrefill {
+			bad("a bootstrap address (%s) needs the prefill mode, not %s", c.BootstrapAddr, c.DisaggregationMode)
+		}
+		if _, _, err := net.SplitHostPort(c.BootstrapAddr); err != nil {
+			bad("bootstrap address: %v", err)
+		}
+	}
+	if !(c.KVTransferBandwidth >= 0) || math.IsInf(c.KVTransferBandwidth, 0) {
+		bad("kv_transfer_bandwidth must be a non-negative number of GB/s, got %v", c.KVTransferBandwidth)
+	}
+	if c.KVBytesPerToken < 0 {
+		bad("kv_bytes_per_token must not be negative, got %d", c.KVBytesPerToken)
 	}
 	return errors.Join(errs...)
 }

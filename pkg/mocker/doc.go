@@ -17,6 +17,41 @@
 // Fault injection (Config.ExitAfterTokens, DropAfterTokens,
 // StallAfterTokens) simulates crashing, disconnecting and hanging workers.
 //
+// # Disaggregated serving
+//
+// Config.DisaggregationMode gives the engine a role (the reference
+// system's §6.8 disaggregated mocker):
+//
+//   - ModeAggregated (the default) prefills and decodes.
+//   - ModePrefill generates one token whatever max_tokens says, and
+//     answers with a single output: that token, finish reason length,
+//     usage, and disaggregated_params
+//     {"worker_id":{"prefill_worker_id":<worker id>,"prefill_dp_rank":<rank>}}
+//     (backend.DisaggregatedParams). Between the prefill pass that makes
+//     the token and the answer it sleeps the KV transfer time, prompt
+//     tokens · Config.KVBytesPerToken / Config.KVTransferBandwidth
+//     (divided by SpeedupRatio like every mocker time): the transfer comes
+//     before the answer, so the decode side, whichever handoff the
+//     frontend uses, starts when the cache would have arrived. With
+//     Config.BootstrapAddr it runs a bootstrap server (started by Start,
+//     which reports its port as backend.Config.BootstrapPort, and stopped
+//     by Cleanup): a request carrying backend.BootstrapInfo marks its room
+//     done just before the answer, or failed when it ends otherwise.
+//   - ModeDecode takes a request carrying backend.PrefillResult or
+//     backend.BootstrapInfo as handed over: its prompt's KV blocks are
+//     allocated as transferred, with no prefill time (and no hit-rate
+//     sample). With BootstrapInfo it first connects to the prefill
+//     engine's bootstrap server, sends the room id (8 bytes, little
+//     endian) and waits for the ACK byte 0x01 (30 s each; a killed
+//     request returns at once, a stopped one ends cancelled, a failure is
+//     an error wrapping ErrBootstrap). A request with neither is
+//     prefilled in full, as an aggregated engine would (decode-only
+//     fallback). A decode engine records no KV events; load metrics are
+//     published as in every mode.
+//
+// KVBytesPerToken computes the per-token KV size from a model's
+// config.json.
+//
 // Lifecycle: New builds an Engine without starting anything. Start sleeps
 // Config.StartupTime and starts one scheduler goroutine per rank; Cleanup
 // stops them and waits for them (it is idempotent and safe without Start).
@@ -26,6 +61,7 @@
 // Errors: Generate returns errors matching backend.ErrInvalidArgument for
 // requests it cannot serve (before emitting anything),
 // backend.ErrEngineShutdown when the engine is not running, the request
-// context's cause when the request is killed, an emit error wrapped, and
-// backend.ErrDropStream for the drop fault.
+// context's cause when the request is killed, an emit error wrapped,
+// backend.ErrDropStream for the drop fault, and ErrBootstrap when a
+// decode request's bootstrap handoff fails.
 package mocker

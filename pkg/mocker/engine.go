@@ -33,6 +33,7 @@ type Engine struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	requests map[string]*inflightReq
+	boot     *bootstrapServer // a prefill engine's, when Config.BootstrapAddr is set
 }
 
 // inflightReq is a Generate call known to the engine, for Abort.
@@ -80,9 +81,11 @@ func (e *Engine) SetEventPublisher(p backend.EventPublisher) {
 }
 
 // Start sleeps Config.StartupTime (returning early with ctx's error, or
-// backend.ErrEngineShutdown after Cleanup), starts the scheduler loops and
-// returns the engine's configuration. workerID becomes the worker_id of
-// published events.
+// backend.ErrEngineShutdown after Cleanup), starts the scheduler loops
+// and, for a prefill engine with Config.BootstrapAddr, the bootstrap
+// server, and returns the engine's configuration (with the bootstrap
+// server's port). workerID becomes the worker_id of published events and
+// the prefill_worker_id of a prefill's disaggregated_params.
 func (e *Engine) Start(ctx context.Context, workerID uint64) (backend.Config, error) {
 	e.mu.Lock()
 	if e.started {
@@ -112,13 +115,24 @@ func (e *Engine) Start(ctx context.Context, workerID uint64) (backend.Config, er
 		return backend.Config{}, fmt.Errorf("mocker: start: %w", backend.ErrEngineShutdown)
 	default:
 	}
+	bootPort := 0
+	if e.cfg.BootstrapAddr != "" {
+		boot, err := listenBootstrap(e.cfg.BootstrapAddr, e.cfg.Logger)
+		if err != nil {
+			return backend.Config{}, err
+		}
+		e.boot, bootPort = boot, boot.port()
+		e.wg.Go(boot.serve)
+	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.cancel, e.workerID, e.running = cancel, workerID, true
 	for _, r := range e.ranks {
 		e.wg.Go(func() { r.run(runCtx, e.pub, workerID) })
 	}
-	e.cfg.Logger.Info("mocker: started", "worker_id", workerID, "dp_size", len(e.ranks))
+	e.cfg.Logger.Info("mocker: started", "worker_id", workerID, "dp_size", len(e.ranks),
+		"mode", e.cfg.DisaggregationMode, "bootstrap_port", bootPort)
 	return backend.Config{
+		BootstrapPort:       bootPort,
 		Model:               e.cfg.Model,
 		ContextLength:       e.cfg.ContextLength,
 		KVBlockSize:         e.cfg.BlockSize,
@@ -129,7 +143,8 @@ func (e *Engine) Start(ctx context.Context, workerID uint64) (backend.Config, er
 	}, nil
 }
 
-// Cleanup stops the scheduler loops and waits for them (or for ctx).
+// Cleanup stops the scheduler loops and the bootstrap server and waits
+// for them (or for ctx).
 // In-flight Generate calls return backend.ErrEngineShutdown. It is
 // idempotent and safe without Start.
 func (e *Engine) Cleanup(ctx context.Context) error {
@@ -140,10 +155,14 @@ func (e *Engine) Cleanup(ctx context.Context) error {
 		close(e.done)
 	}
 	e.running = false
-	cancel := e.cancel
+	cancel, boot := e.cancel, e.boot
 	e.mu.Unlock()
 	if cancel != nil {
 		cancel()
+	}
+	var bootErr error
+	if boot != nil {
+		bootErr = boot.close()
 	}
 	stopped := make(chan struct{})
 	go func() {
@@ -152,7 +171,7 @@ func (e *Engine) Cleanup(ctx context.Context) error {
 	}()
 	select {
 	case <-stopped:
-		return nil
+		return bootErr
 	case <-ctx.Done():
 		return fmt.Errorf("mocker: cleanup: %w", context.Cause(ctx))
 	}

@@ -2,6 +2,7 @@ package mocker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
@@ -18,6 +19,11 @@ const exitCode = 1
 // stop token id; FinishCancelled when the request is stopped or aborted).
 // When the request is killed it returns the context's cause at once. The
 // sequence's KV blocks are freed on every way out.
+//
+// A prefill engine generates one token and answers with a single output
+// (see prefillAnswer); a decode engine takes a handed-over prompt's KV
+// cache as transferred (see handedOver). Package doc: "Disaggregated
+// serving".
 func (e *Engine) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
@@ -33,6 +39,28 @@ func (e *Engine) Generate(ctx context.Context, req *backend.Request, emit func(*
 		return fmt.Errorf("mocker: %w: engine not running", backend.ErrEngineShutdown)
 	}
 	prompt := len(req.TokenIDs)
+	if e.cfg.DisaggregationMode == ModePrefill {
+		if room, ok := e.bootstrapRoom(req); ok {
+			// Decode engines waiting for this room hear of a failure at
+			// once; a success was announced before the answer.
+			defer e.boot.complete(room, false)
+		}
+	}
+	handed := e.handedOver(req)
+	if e.cfg.DisaggregationMode == ModeDecode && req.BootstrapInfo != nil {
+		e.inflight.Add(1)
+		err := waitForPrefill(ctx, req.BootstrapInfo, bootstrapTimeout, e.done)
+		e.inflight.Add(-1)
+		switch {
+		case errors.Is(err, errWaitStopped):
+			if err := emit(backend.Cancelled().WithUsage(prompt, 0)); err != nil {
+				return fmt.Errorf("mocker: emit: %w", err)
+			}
+			return nil
+		case err != nil:
+			return err
+		}
+	}
 	if maxTokens == 0 {
 		out := backend.Length()
 		if backend.IsStopped(ctx) {
@@ -49,6 +77,10 @@ func (e *Engine) Generate(ctx context.Context, req *backend.Request, emit func(*
 	}
 
 	seq := e.newSequence(req, maxTokens)
+	if handed {
+		seq.transferred = true
+		seq.handedCached = handedCached(req)
+	}
 	e.inflight.Add(1)
 	rk.load.Add(1)
 	id := backend.RequestID(ctx)
@@ -70,15 +102,20 @@ func (e *Engine) Generate(ctx context.Context, req *backend.Request, emit func(*
 		e.inflight.Add(-1)
 	}()
 	rk.submit(seq)
-	return e.stream(ctx, rk, seq, prompt, emit)
+	return e.stream(ctx, rk, seq, req, emit)
 }
 
 // stream forwards seq's tokens to emit until the sequence finishes or the
-// request ends.
-func (e *Engine) stream(ctx context.Context, rk *rank, seq *sequence, prompt int, emit func(*backend.Output) error) error {
+// request ends. A prefill engine holds the tokens back for its single
+// answer.
+func (e *Engine) stream(ctx context.Context, rk *rank, seq *sequence, req *backend.Request, emit func(*backend.Output) error) error {
 	out := seq.out
+	prompt := len(req.TokenIDs)
+	prefill := e.cfg.DisaggregationMode == ModePrefill
 	emitted := 0
+	var held []uint32 // a prefill's tokens
 	terminal := func(o *backend.Output) error {
+		o.TokenIDs = append(o.TokenIDs, held...)
 		o.WithUsage(prompt, emitted)
 		o.CompletionUsage.PromptTokensDetails = &backend.PromptDetail{CachedTokens: out.cachedTokens()}
 		if err := emit(o); err != nil {
@@ -99,7 +136,9 @@ func (e *Engine) stream(ctx context.Context, rk *rank, seq *sequence, prompt int
 		var msg string
 		buf, finish, msg = out.take(buf)
 		for _, tok := range buf {
-			if err := emit(backend.Tokens(tok)); err != nil {
+			if prefill {
+				held = append(held, tok)
+			} else if err := emit(backend.Tokens(tok)); err != nil {
 				return fmt.Errorf("mocker: emit: %w", err)
 			}
 			emitted++
@@ -117,6 +156,9 @@ func (e *Engine) stream(ctx context.Context, rk *rank, seq *sequence, prompt int
 		if finish != "" {
 			if finish == backend.FinishError {
 				return terminal(backend.Failed(msg))
+			}
+			if prefill && finish != backend.FinishCancelled {
+				return e.prefillAnswer(ctx, rk, req, backend.Finish(finish), terminal)
 			}
 			return terminal(backend.Finish(finish))
 		}
@@ -162,6 +204,15 @@ func (e *Engine) validate(req *backend.Request) (int, error) {
 			backend.ErrInvalidArgument, n, c.NumGPUBlocks*c.BlockSize)
 	}
 	maxTokens := min(req.MaxTokens(room), c.ContextLength-n)
+	if c.DisaggregationMode == ModePrefill {
+		// A prefill computes the prompt's KV cache and the first token,
+		// whatever the request asks for.
+		if room < 1 {
+			return 0, fmt.Errorf("mocker: %w: prompt has %d tokens, no room for the first token (context length %d)",
+				backend.ErrInvalidArgument, n, c.ContextLength)
+		}
+		maxTokens = 1
+	}
 	if maxTokens > room {
 		return 0, fmt.Errorf("mocker: %w: prompt (%d) + max_tokens (%d) exceed the KV cache (%d tokens)",
 			backend.ErrInvalidArgument, n, maxTokens, c.NumGPUBlocks*c.BlockSize)

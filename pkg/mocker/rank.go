@@ -76,7 +76,8 @@ func newRank(idx int, cfg *Config) *rank {
 		idx:  idx,
 		cfg:  cfg,
 		wake: make(chan struct{}, 1),
-		kv:   newBlockManager(cfg.NumGPUBlocks, uint32(idx), cfg.EnablePrefixCaching),
+		// A decode engine's cache is no router's business: no KV events.
+		kv: newBlockManager(cfg.NumGPUBlocks, uint32(idx), cfg.EnablePrefixCaching && cfg.DisaggregationMode != ModeDecode),
 	}
 }
 
@@ -178,6 +179,7 @@ func (r *rank) preemptOldest() bool {
 		}
 		r.release(s)
 		s.state = stWaiting
+		s.transferred = false // its transferred cache is gone: recompute
 		r.waiting = slices.Insert(r.waiting, 0, s)
 		r.preemptions++
 		r.dirty = true

@@ -35,6 +35,9 @@ func (r *rank) admit() {
 		s := r.waiting[0]
 		cached := r.cachedPrefix(s)
 		newTokens := len(s.tokens) - cached
+		if s.transferred {
+			cached, newTokens = s.handedCached, 0
+		}
 		blocks += (len(s.tokens) + bs - 1) / bs
 		tokens += newTokens
 		seqs++
@@ -51,7 +54,9 @@ func (r *rank) admit() {
 		s.state = stPrefill
 		s.newTokens = newTokens
 		r.waitingTokens += newTokens
-		r.hits.add(1 - float64(newTokens)/float64(len(s.tokens)))
+		if !s.transferred {
+			r.hits.add(1 - float64(newTokens)/float64(len(s.tokens)))
+		}
 		if !s.admitted {
 			s.admitted = true
 			s.out.setCached(cached)

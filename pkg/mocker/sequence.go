@@ -39,6 +39,13 @@ type sequence struct {
 	blocks    []blockID // allocated blocks; nil when not allocated
 	newTokens int       // prompt tokens still to prefill
 	admitted  bool      // admitted at least once
+
+	// transferred marks a decode engine's sequence whose prompt KV cache
+	// came from a prefill worker: it is allocated without prefill time
+	// (until a preemption drops it, when it is recomputed like any
+	// other); handedCached is the prefill's reported cache hit.
+	transferred  bool
+	handedCached int
 }
 
 // extendHashes hashes the full blocks of tokens not hashed yet.
