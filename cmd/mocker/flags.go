@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +38,14 @@ type mockerFlags struct {
 	exitAfter           *int
 	dropAfter           *int
 	stallAfter          *int
+	bootstrapPorts      *string
+	kvTransferBandwidth *float64
+	kvBytesPerToken     *int
+	kvCacheDType        *string
+
+	// ports are the parsed bootstrap ports (config sets them): nil for
+	// none, one base port, or one port per worker.
+	ports []int
 }
 
 func registerMocker(s *envflag.Set) *mockerFlags {
@@ -65,6 +74,12 @@ func registerMocker(s *envflag.Set) *mockerFlags {
 		exitAfter:           intFlag("exit-after-tokens", 0, "fault injection: exit the process after emitting this many tokens (0 = off)"),
 		dropAfter:           intFlag("drop-after-tokens", 0, "fault injection: drop each stream after this many tokens (0 = off)"),
 		stallAfter:          intFlag("stall-after-tokens", 0, "fault injection: stall each stream after this many tokens (0 = off)"),
+		bootstrapPorts: s.String("bootstrap-ports", "", "prefill workers: listen for the bootstrap handoff (decode workers send an 8-byte little-endian room id, get the byte 0x01 when its prefill is done) "+
+			"and publish it as the card's disaggregated_endpoint: a base port (worker i of --num-workers uses base+i; 0 = each picks a free port) "+
+			"or one port per worker, comma-separated (default: none; the frontend hands over synchronously)", envName("bootstrap-ports")),
+		kvTransferBandwidth: floatFlag("kv-transfer-bandwidth", d.KVTransferBandwidth, "prefill workers: GB/s at which a prompt's KV cache reaches the decode worker; a prefill answers after input_tokens*kv_bytes_per_token/bandwidth (divided by --speedup-ratio) (0 = no delay)"),
+		kvBytesPerToken:     intFlag("kv-bytes-per-token", 0, "KV cache bytes per token for the transfer delay (default: num_hidden_layers*2*num_key_value_heads*head_dim*dtype bytes from the model's config.json; none when it lacks them)"),
+		kvCacheDType:        s.String("kv-cache-dtype", "auto", "KV cache element type for --kv-bytes-per-token's default: auto (the model's torch_dtype), fp8, fp8_e4m3, fp8_e5m2, float16, bfloat16, float32", envName("kv-cache-dtype")),
 	}
 }
 
@@ -91,6 +106,8 @@ type engineArgs struct {
 	PlannerProfileData   *string  `json:"planner_profile_data"`
 	EnableLocalIndexer   *bool    `json:"enable_local_indexer"`
 	BootstrapPort        *int     `json:"bootstrap_port"`
+	KVTransferBandwidth  *float64 `json:"kv_transfer_bandwidth"`
+	KVBytesPerToken      *int     `json:"kv_bytes_per_token"`
 }
 
 // config folds the flags (and the engine-args file) into a mocker.Config,
@@ -112,24 +129,78 @@ func (m *mockerFlags) config() (mocker.Config, string, error) {
 	c.ExitAfterTokens = *m.exitAfter
 	c.DropAfterTokens = *m.dropAfter
 	c.StallAfterTokens = *m.stallAfter
+	c.KVTransferBandwidth = *m.kvTransferBandwidth
+	c.KVBytesPerToken = *m.kvBytesPerToken
 	errs := []error{m.set.Err()}
 	if *m.numWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--num-workers %d: want at least 1", *m.numWorkers))
 	}
+	var err error
+	if m.ports, err = parsePorts(*m.bootstrapPorts, *m.numWorkers); err != nil {
+		errs = append(errs, err)
+	}
 	mode := ""
 	if *m.extraEngineArgs != "" {
 		var err error
-		if mode, err = applyEngineArgs(&c, *m.extraEngineArgs); err != nil {
+		if mode, err = applyEngineArgs(&c, *m.extraEngineArgs, &m.ports); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if c.ContextLength < 0 {
 		errs = append(errs, fmt.Errorf("--context-length %d must not be negative", c.ContextLength))
 	}
+	if c.KVTransferBandwidth < 0 {
+		errs = append(errs, fmt.Errorf("--kv-transfer-bandwidth %v: want GB/s >= 0", c.KVTransferBandwidth))
+	}
+	if c.KVBytesPerToken < 0 {
+		errs = append(errs, fmt.Errorf("--kv-bytes-per-token %d must not be negative", c.KVBytesPerToken))
+	}
+	if d := *m.kvCacheDType; d != "auto" {
+		if _, err := mocker.DTypeBytes(d); err != nil {
+			errs = append(errs, fmt.Errorf("--kv-cache-dtype: %w", err))
+		}
+	}
 	return c, mode, errors.Join(errs...)
 }
 
-func applyEngineArgs(c *mocker.Config, path string) (mode string, err error) {
+// parsePorts reads --bootstrap-ports: "" (none), a base port, or one port
+// per worker, comma-separated.
+func parsePorts(v string, workers int) ([]int, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var ports []int
+	for _, f := range strings.Split(v, ",") {
+		p, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || p < 0 || p > 65535 {
+			return nil, fmt.Errorf("--bootstrap-ports %q: want a port in 0..65535, or one per worker, comma-separated", v)
+		}
+		ports = append(ports, p)
+	}
+	if len(ports) > 1 && len(ports) != workers {
+		return nil, fmt.Errorf("--bootstrap-ports %q: %d ports for %d workers (give one base port, or one port per worker)", v, len(ports), workers)
+	}
+	if len(ports) == 1 && ports[0] > 0 && ports[0]+workers-1 > 65535 {
+		return nil, fmt.Errorf("--bootstrap-ports %d: base+%d is beyond 65535", ports[0], workers-1)
+	}
+	return ports, nil
+}
+
+// bootstrapPort is the bootstrap port of worker i (0: a free one), and
+// whether the worker listens at all.
+func (m *mockerFlags) bootstrapPort(i int) (int, bool) {
+	switch {
+	case len(m.ports) == 0:
+		return 0, false
+	case len(m.ports) > 1:
+		return m.ports[i], true
+	case m.ports[0] == 0:
+		return 0, true
+	}
+	return m.ports[0] + i, true
+}
+
+func applyEngineArgs(c *mocker.Config, path string, ports *[]int) (mode string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("--extra-engine-args: %w", err)
@@ -173,6 +244,16 @@ func applyEngineArgs(c *mocker.Config, path string) (mode string, err error) {
 	}
 	if a.StartupTime != nil {
 		c.StartupTime = time.Duration(*a.StartupTime * float64(time.Second))
+	}
+	if a.KVTransferBandwidth != nil {
+		c.KVTransferBandwidth = *a.KVTransferBandwidth
+	}
+	set(&c.KVBytesPerToken, a.KVBytesPerToken)
+	if p := a.BootstrapPort; p != nil {
+		if *p < 0 || *p > 65535 {
+			return "", fmt.Errorf("--extra-engine-args %s: bootstrap_port %d: want 0..65535", path, *p)
+		}
+		*ports = []int{*p}
 	}
 	return mode, nil
 }

@@ -55,3 +55,5 @@ func TestEngineArgsFileRejectsUnknownKeys(t *testing.T) {
 		t.Fatalf("bad env value: %v", err)
 	}
 }
+
+func writeFile(path, contents string) error { return os.WriteFile(path, []byte(contents), 0o600) }

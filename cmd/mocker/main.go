@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -75,7 +76,12 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		return 2
 	}
 	if mode != "" {
-		wcfg.DisaggregationMode = mode
+		wf.SetMode(&wcfg, mode)
+	}
+	mcfg.DisaggregationMode = wcfg.DisaggregationMode
+	if _, listens := mf.bootstrapPort(0); listens && wcfg.DisaggregationMode != worker.ModePrefill {
+		fmt.Fprintf(stderr, "mocker: --bootstrap-ports needs --disaggregation-mode prefill (this worker is %s)\n", wcfg.DisaggregationMode)
+		return 2
 	}
 	hardExit, err := seconds(env("DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT"), 30*time.Second)
 	if err != nil {
@@ -105,7 +111,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		}
 	}()
 	wcfg.TracerProvider = tp.TracerProvider()
-	if err := fillFromModel(ctx, &mcfg, wcfg); err != nil {
+	if err := fillFromModel(ctx, &mcfg, wcfg, *mf.kvCacheDType, log); err != nil {
 		fmt.Fprintln(stderr, "mocker:", err)
 		return 1
 	}
@@ -122,7 +128,14 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		if i > 0 {
 			rc.SystemPort = runtime.SystemPortDisabled // one status server per process
 		}
-		owners = append(owners, func(ctx context.Context) error { return runWorker(ctx, rc, wcfg, mcfg, log) })
+		mc := mcfg
+		if port, ok := mf.bootstrapPort(i); ok {
+			// Bound like the request plane: the advertised host when it
+			// is loopback, every interface otherwise; the worker
+			// advertises the runtime's host in the card.
+			mc.BootstrapAddr = net.JoinHostPort(rc.TCPBindHost(), strconv.Itoa(port))
+		}
+		owners = append(owners, func(ctx context.Context) error { return runWorker(ctx, rc, wcfg, mc, log) })
 	}
 	// One failed worker takes the process down.
 	if err := rungroup.Run(ctx, owners...); err != nil {
@@ -170,9 +183,10 @@ func runWorker(ctx context.Context, rcfg runtime.Config, wcfg worker.Config, mcf
 	return rungroup.Run(ctx, rt.Run, func(ctx context.Context) error { return worker.Run(ctx, rt, eng, wcfg) })
 }
 
-// fillFromModel takes the model name and context length from the model
+// fillFromModel takes the model name, the context length and the KV
+// bytes per token (for a prefill worker's transfer delay) from the model
 // directory when the flags do not set them.
-func fillFromModel(ctx context.Context, c *mocker.Config, w worker.Config) error {
+func fillFromModel(ctx context.Context, c *mocker.Config, w worker.Config, kvCacheDType string, log *slog.Logger) error {
 	dir, err := hfhub.Resolve(ctx, w.Hub, w.ModelPath)
 	if err != nil {
 		return fmt.Errorf("model %s: %w", w.ModelPath, err)
@@ -190,6 +204,22 @@ func fillFromModel(ctx context.Context, c *mocker.Config, w worker.Config) error
 		return fmt.Errorf("model %s: %w", w.ModelPath, err)
 	}
 	c.OutputTokens = outputVocabulary(tok, card.GenConfig.EOSTokenIDs)
+	if c.DisaggregationMode == mocker.ModePrefill && c.KVBytesPerToken == 0 && c.KVTransferBandwidth > 0 {
+		var err error
+		if card.ConfigJSON == nil {
+			err = fmt.Errorf("%w: the model has no config.json", mocker.ErrNoKVShape)
+		} else {
+			c.KVBytesPerToken, err = mocker.KVBytesPerToken(card.ConfigJSON.Bytes(), kvCacheDType)
+		}
+		switch {
+		case errors.Is(err, mocker.ErrNoKVShape):
+			log.Info("mocker: no KV transfer delay (set --kv-bytes-per-token for one)", "model", w.ModelPath, "reason", err)
+		case err != nil:
+			return fmt.Errorf("model %s: %w", w.ModelPath, err)
+		default:
+			log.Info("mocker: KV transfer delay", "kv_bytes_per_token", c.KVBytesPerToken, "gb_per_s", c.KVTransferBandwidth)
+		}
+	}
 	return nil
 }
 

@@ -212,6 +212,8 @@ func TestBadFlagsExitTwoWithAReason(t *testing.T) {
 		{[]string{"--model-path", "../../models/demo", "--watermark", "2"}, "atermark"},
 		{[]string{"--model-path", "../../models/demo", "--disaggregation-mode", "both"}, "disaggregation mode"},
 		{[]string{"--model-path", "../../models/demo", "--endpoint", "dyn://Bad.Name"}, "endpoint"},
+		{[]string{"--model-path", "../../models/demo", "--bootstrap-ports", "0"}, "--bootstrap-ports needs --disaggregation-mode prefill"},
+		{[]string{"--model-path", "../../models/demo", "--is-prefill-worker", "--is-decode-worker"}, "exclude each other"},
 	} {
 		cmd := mockerCmd([]string{"DYN_DISCOVERY_BACKEND=mem"}, tc.args...)
 		var stderr bytes.Buffer
@@ -236,7 +238,7 @@ func TestHelpListsFlagsWithDefaults(t *testing.T) {
 		"-max-num-batched-tokens", "-enable-prefix-caching", "-no-enable-chunked-prefill", "-watermark", "-speedup-ratio",
 		"-data-parallel-size", "-startup-time", "-context-length", "-extra-engine-args", "-disaggregation-mode",
 		"-num-workers", "-deterministic", "-migration-limit", "-model-path", "-model-name", "-endpoint",
-		"-discovery-backend", "-request-plane", "ETCD_ENDPOINTS", "DYN_MOCKER_",
+		"-discovery-backend", "-request-plane", "-bootstrap-ports", "-kv-transfer-bandwidth", "(default 64)", "-kv-bytes-per-token", "-kv-cache-dtype", "-is-prefill-worker", "ETCD_ENDPOINTS", "DYN_MOCKER_",
 		"DYN_HEALTH_CHECK_ENABLED", "DYN_CANARY_WAIT_TIME", "DYN_HEALTH_CHECK_REQUEST_TIMEOUT", "DYN_HEALTH_CHECK_PAYLOAD"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("--help lacks %q", want)
