@@ -29,8 +29,9 @@ var Allowed = map[string][]string{
 	"pkg/mocker":            {"pkg/backend", "pkg/runtime", "pkg/kvblock", "pkg/telemetry"},
 	"pkg/router":            {"pkg/runtime", "pkg/backend", "pkg/kvblock", "pkg/telemetry"},
 	"pkg/migration":         {"pkg/runtime", "pkg/backend", "pkg/telemetry"},
+	"pkg/prefill":           {"pkg/router", "pkg/runtime", "pkg/backend", "pkg/telemetry"},
 	"pkg/preprocessor":      {"pkg/runtime", "pkg/backend", "pkg/openai", "pkg/modelcard", "pkg/telemetry"},
-	"pkg/pipeline":          {"pkg/preprocessor", "pkg/migration", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/modelcard", "pkg/kvblock", "pkg/telemetry"},
+	"pkg/pipeline":          {"pkg/preprocessor", "pkg/migration", "pkg/prefill", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/modelcard", "pkg/kvblock", "pkg/telemetry"},
 	"pkg/frontend":          {"pkg/pipeline", "pkg/preprocessor", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/openai", "pkg/modelcard", "pkg/telemetry"},
 	"internal/testenv":      {},
 	"internal/pprofserver":  {},
@@ -53,6 +54,7 @@ var Forbidden = map[string][]string{
 	"pkg/frontend":     {"pkg/router/kv", "pkg/runtime/discovery", "pkg/backend/worker"},
 	"pkg/preprocessor": {"pkg/backend/worker"},
 	"pkg/migration":    {"pkg/backend/worker"},
+	"pkg/prefill":      {"pkg/backend/worker", "pkg/router/kv"},
 	"pkg/router":       {"pkg/backend/worker"},
 	"pkg/pipeline":     {"pkg/backend/worker"},
 }

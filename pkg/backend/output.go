@@ -49,6 +49,11 @@ type Placement struct {
 	// cache, PromptBlocks the prompt's blocks in all (KV routing only).
 	OverlapBlocks *uint32
 	PromptBlocks  *int
+	// PrefillWorkerID and PrefillDPRank name the prefill worker of a
+	// disaggregated request (the prefill stage sets them); nil when the
+	// worker that decoded also prefilled.
+	PrefillWorkerID *uint64
+	PrefillDPRank   *uint32
 }
 
 // Usage counts the tokens of a request.

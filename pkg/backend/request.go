@@ -30,6 +30,12 @@ type Request struct {
 	// continues (the migration stage sets it from that attempt's
 	// WorkerTraceLink); the worker's engine span links to it.
 	MigrationLink *telemetry.Link `json:"migration_link,omitempty"`
+	// MigratedTokens is how many of TokenIDs' last ids earlier attempts of
+	// the request generated: the migration stage sets it when it re-issues
+	// a broken stream, so that the stages after it can tell a resumed
+	// request (the prefill stage sends it decode-only). It is not sent to
+	// workers.
+	MigratedTokens int `json:"-"`
 
 	// HealthCheck marks the worker's canary request (see HealthChecker),
 	// under the reference system's _HEALTH_CHECK key, so an engine can

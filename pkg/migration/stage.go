@@ -255,6 +255,7 @@ func (a *attempt) advance(ids []uint32) {
 		return
 	}
 	a.req.TokenIDs = append(a.req.TokenIDs, ids...)
+	a.req.MigratedTokens += len(ids)
 	sc := &a.req.StopConditions
 	if sc.MaxTokens != nil {
 		*sc.MaxTokens = subSat(*sc.MaxTokens, len(ids))

@@ -166,11 +166,12 @@ func (r *Router) choose(req *backend.Request) (*choice, error) {
 		}
 	}
 	r.track(candidates)
-	tracking := TrackingHashes(kvblock.SeqHashes(local), true)
+	o := override(req.RouterConfigOverride)
+	tracking := TrackingHashes(kvblock.SeqHashes(local), o.AssumeKVReuse == nil || *o.AssumeKVReuse)
 	seqHashed := time.Now()
 	sel, err := r.d.Scheduler.Select(ScheduleRequest{
 		Candidates: candidates, ISL: len(req.TokenIDs), Overlaps: scores,
-		Loads: r.d.Sequences.Loads(tracking), Override: override(req.RouterConfigOverride),
+		Loads: r.d.Sequences.Loads(tracking), Override: o,
 	})
 	if err != nil {
 		return nil, err

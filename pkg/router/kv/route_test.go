@@ -183,3 +183,37 @@ func TestRouterDecideChangesNothing(t *testing.T) {
 		t.Errorf("no workers: %v, want router.ErrNoInstances", err)
 	}
 }
+
+// The decode overrides of a disaggregated request (router_config_override
+// overlap_score_weight 0, assume_kv_reuse false): the blocks of a request
+// identical to one in flight count as new load, so it goes to the idle
+// worker rather than the one the shared prefix would favour.
+func TestRouterDecodeOverrides(t *testing.T) {
+	idx := NewIndexer(IndexerOptions{})
+	tgt := &fakeTarget{workers: []uint64{1, 2}}
+	r, _ := newTestRouter(t, idx, tgt)
+	prompt := tokens(32, 1)
+	var busy uint64
+	var others []uint64
+	tgt.during = func() {
+		tgt.during = nil
+		for i := range 8 {
+			rc := runtime.NewContext(context.Background(), "b"+string(rune('0'+i)))
+			req := &backend.Request{TokenIDs: prompt, StopConditions: backend.StopConditions{MaxTokens: backend.Ptr(uint32(2))},
+				RouterConfigOverride: []byte(`{"overlap_score_weight":0,"assume_kv_reuse":false}`)}
+			p, err := r.Decide(req)
+			rc.Release()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			others = append(others, p.WorkerID)
+		}
+	}
+	busy = route(t, r, "a", prompt).WorkerID
+	for _, w := range others {
+		if w == busy {
+			t.Fatalf("with KV reuse not assumed, a request identical to the one in flight on %d was placed there too (%v)", busy, others)
+		}
+	}
+}

@@ -94,6 +94,12 @@ type Override struct {
 	OverlapScoreWeight *float64 `json:"overlap_score_weight,omitempty"`
 	// Temperature replaces SchedulerConfig.Temperature.
 	Temperature *float64 `json:"router_temperature,omitempty"`
+	// AssumeKVReuse, when false, counts every block of the request as new
+	// load on the chosen worker, even blocks other active requests share
+	// (the reference system's assume_kv_reuse; the prefill stage turns it
+	// off for the decode half of a disaggregated request, whose blocks
+	// arrive from the prefill worker).
+	AssumeKVReuse *bool `json:"assume_kv_reuse,omitempty"`
 }
 
 // Overlaps is a prefix match result as the scheduler reads it: *Matches
