@@ -11,13 +11,17 @@ import (
 )
 
 // workerInfo is the nvext worker_id extra field and the query_instance_id
-// answer: the worker chosen for the request and, with KV routing, how much
-// of the prompt it holds.
+// answer: the workers chosen for the request, the one that prefilled its
+// prompt and the one that decoded it (the same worker unless the model is
+// served disaggregated), and, with KV routing, how much of the prompt the
+// decode worker holds.
 type workerInfo struct {
-	DecodeWorkerID uint64  `json:"decode_worker_id"`
-	DPRank         *uint32 `json:"dp_rank,omitempty"`
-	OverlapBlocks  *uint32 `json:"overlap_blocks,omitempty"`
-	PromptBlocks   *int    `json:"prompt_blocks,omitempty"`
+	PrefillWorkerID uint64  `json:"prefill_worker_id"`
+	DecodeWorkerID  uint64  `json:"decode_worker_id"`
+	PrefillDPRank   *uint32 `json:"prefill_dp_rank,omitempty"`
+	DPRank          *uint32 `json:"dp_rank,omitempty"`
+	OverlapBlocks   *uint32 `json:"overlap_blocks,omitempty"`
+	PromptBlocks    *int    `json:"prompt_blocks,omitempty"`
 }
 
 // workerInfoOf reports a placement (none: worker 0).
@@ -25,7 +29,12 @@ func workerInfoOf(p *backend.Placement) workerInfo {
 	if p == nil {
 		return workerInfo{}
 	}
-	return workerInfo{DecodeWorkerID: p.WorkerID, DPRank: p.DPRank, OverlapBlocks: p.OverlapBlocks, PromptBlocks: p.PromptBlocks}
+	w := workerInfo{PrefillWorkerID: p.WorkerID, DecodeWorkerID: p.WorkerID, PrefillDPRank: p.DPRank, DPRank: p.DPRank,
+		OverlapBlocks: p.OverlapBlocks, PromptBlocks: p.PromptBlocks}
+	if p.PrefillWorkerID != nil {
+		w.PrefillWorkerID, w.PrefillDPRank = *p.PrefillWorkerID, p.PrefillDPRank
+	}
+	return w
 }
 
 // attachWorker sets the response's nvext.worker_id when the client asked.

@@ -8,6 +8,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/migration"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
+	"github.com/dynamo-go/dynamo/pkg/prefill"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor"
 	"github.com/dynamo-go/dynamo/pkg/router"
 	"github.com/dynamo-go/dynamo/pkg/router/kv"
@@ -17,7 +18,10 @@ import (
 // build loads the card's tokenizer and templates and wires the model's
 // chain, each stage wrapping the next:
 //
-//	migration -> [KV router] -> push router -> the workers of ep
+//	migration -> prefill stage -> [KV router] -> push router -> the workers of ep
+//
+// (the prefill stage passes requests on until the model's prefill
+// workers are attached: Registry.attachPrefill)
 //
 // It starts the chain's goroutines (the KV router's Run) under the
 // model's own context, which Model.close ends.
@@ -38,13 +42,24 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 	m := &Model{name: card.DisplayName, card: card, pre: pre, workers: newModelInstances(client), keys: map[string]bool{}}
 	push := router.New(m.workers, r.policy(), r.log, r.tp)
 	var next backend.Generator = push
+	var decode interface {
+		Decide(*backend.Request) (*backend.Placement, error)
+	}
 	if r.cfg.RouterMode == RouterKV {
 		if m.kv, err = r.newKV(card, ep, push); err != nil {
 			return nil, fmt.Errorf("kv router: %w", err)
 		}
-		next = m.kv
+		next, decode = m.kv, m.kv
 	}
-	m.head = migration.New(next, migration.Config{
+	bs := int(card.KVCacheBlockSize)
+	if bs <= 0 {
+		bs = modelcard.DefaultBlockSize
+	}
+	m.prefill = prefill.New(next, decode, prefill.Config{
+		Model: card.DisplayName, Enforce: r.cfg.EnforceDisagg, Retries: r.migrationLimit(card), Conditional: r.cfg.ConditionalDisagg,
+		BlockSize: bs, DecodeOverrides: m.kv != nil, Metrics: r.preMet, Logger: r.log, TracerProvider: r.tp,
+	})
+	m.head = migration.New(m.prefill, migration.Config{
 		Model: card.DisplayName, Limit: r.migrationLimit(card), MaxSeqLen: r.cfg.MigrationMaxSeqLen,
 		Metrics: r.migMet, Logger: r.log, TracerProvider: r.tp,
 	})
@@ -63,6 +78,13 @@ func (r *Registry) policy() router.Policy {
 
 // newKV builds the model's KV routing in front of push.
 func (r *Registry) newKV(card *modelcard.Card, ep runtime.EndpointID, push *router.PushRouter) (*kv.Model, error) {
+	return r.newKVWith(r.cfg.KV, card, ep, push, r.kvMet)
+}
+
+// newKVWith builds KV routing with cfg over the workers of ep in front of
+// push, recording on met (nil: nothing; the prefill pools' routers do not
+// share the decode routers' metrics, whose series have no role).
+func (r *Registry) newKVWith(cfg kv.Config, card *modelcard.Card, ep runtime.EndpointID, push *router.PushRouter, met *kv.Metrics) (*kv.Model, error) {
 	bs := int(card.KVCacheBlockSize)
 	if bs <= 0 {
 		bs = modelcard.DefaultBlockSize
@@ -73,9 +95,9 @@ func (r *Registry) newKV(card *modelcard.Card, ep runtime.EndpointID, push *rout
 		MaxNumBatchedTokens: uint64(max(0, rc.MaxNumBatchedTokens)),
 		DataParallelSize:    uint32(max(1, rc.DataParallelSize)),
 	}}
-	return kv.NewModel(r.cfg.KV, info, kv.ModelDeps{
+	return kv.NewModel(cfg, info, kv.ModelDeps{
 		Events: r.rt, Querier: kv.NewRuntimeQuerier(r.rt, ep.Namespace, ep.Component), Next: push,
-		Metrics: r.kvMet, Logger: r.log,
+		Metrics: met, Logger: r.log,
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/dynamo-go/dynamo/pkg/prefill"
 	"github.com/dynamo-go/dynamo/pkg/router/kv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
@@ -41,6 +42,14 @@ type Config struct {
 	// ("" means dynamo_frontend). It must be a valid Prometheus name
 	// prefix: cmd/frontend passes the frontend's (frontend.MetricsPrefix).
 	MetricsPrefix string
+	// EnforceDisagg fails the requests of a model that cannot be
+	// prefilled on a prefill worker (none available, or the prefill
+	// failed) instead of prefilling them on the decode worker
+	// (--enforce-disagg).
+	EnforceDisagg bool
+	// ConditionalDisagg keeps short or mostly cached prompts on the decode
+	// worker (--router-conditional-disagg and its thresholds).
+	ConditionalDisagg prefill.Conditional
 	// FileCacheIdleBytes bounds the model files kept after their last model
 	// left (default 256 MiB); files of served models are always kept.
 	FileCacheIdleBytes int64
@@ -53,7 +62,7 @@ type Deps struct {
 	Runtime *runtime.DistributedRuntime
 	// Logger receives the log lines; nil discards.
 	Logger *slog.Logger
-	// Registry receives the model, migration and KV routing metrics; nil
+	// Registry receives the model, migration, prefill and KV routing metrics; nil
 	// makes a private one.
 	Registry prometheus.Registerer
 	// Metrics publishes the served models (model_ready and the model_*

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
+	"github.com/dynamo-go/dynamo/pkg/prefill"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor"
 	"github.com/dynamo-go/dynamo/pkg/router/kv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
@@ -22,9 +23,10 @@ type BusyThresholds = kv.BusyThresholds
 // Model is one served model: its card, its preprocessor, and the chain of
 // stages that serves its requests,
 //
-//	migration -> [KV router] -> push router -> the card's endpoint
+//	migration -> prefill stage -> [KV router] -> push router -> the card's endpoint
 //
-// built when the model's first worker appears. A Model is a
+// built when the model's first worker appears (the prefill stage prefills
+// on the model's prefill workers, while it has some). A Model is a
 // backend.Generator: the head of that chain. It is safe for concurrent
 // use.
 type Model struct {
@@ -33,7 +35,8 @@ type Model struct {
 	pre     *preprocessor.Model
 	head    backend.Generator // the migration stage
 	workers *modelInstances
-	kv      *kv.Model // nil unless RouterKV
+	kv      *kv.Model      // nil unless RouterKV
+	prefill *prefill.Stage // active while the model has prefill workers
 
 	keys  map[string]bool // the card keys that keep it alive; guarded by Registry.mu
 	files []string        // checksums of the card's files, held in the cache
@@ -76,12 +79,28 @@ func (m *Model) Instances() []runtime.Instance { return m.workers.Instances() }
 // Decide answers where req would be routed, without generating or
 // recording load (the query_instance_id annotation). It needs KV routing,
 // whose choice depends on the prompt: otherwise ErrNotKVRouted.
+//
+// For a disaggregated model the placement also names the prefill worker
+// the request would be prefilled on.
 func (m *Model) Decide(req *backend.Request) (*backend.Placement, error) {
 	if m.kv == nil {
 		return nil, ErrNotKVRouted
 	}
-	return m.kv.Decide(req)
+	p, err := m.kv.Decide(req)
+	if err != nil {
+		return nil, err
+	}
+	if pre, ok := m.prefill.PickPrefill(req); ok {
+		c := *p
+		c.PrefillWorkerID, c.PrefillDPRank = &pre.WorkerID, pre.DPRank
+		p = &c
+	}
+	return p, nil
 }
+
+// Disaggregated reports whether the model's requests are prefilled on its
+// prefill workers now: it has some, and one is available.
+func (m *Model) Disaggregated() bool { return m.prefill.Active() }
 
 // KVRouting returns the model's KV routing mode, kv.ModeEvents or
 // kv.ModeApproximate, and whether approximate mode is a fallback (KV

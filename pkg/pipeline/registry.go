@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynamo-go/dynamo/pkg/migration"
+	"github.com/dynamo-go/dynamo/pkg/prefill"
 	"github.com/dynamo-go/dynamo/pkg/router/kv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
@@ -37,6 +38,7 @@ type Registry struct {
 	metrics ModelMetrics
 	migMet  *migration.Metrics
 	kvMet   *kv.Metrics // nil unless RouterKV
+	preMet  *prefill.Metrics
 
 	files   *fileFetcher
 	loaded  chan *pendingModel // loaders hand loaded models to Run
@@ -48,6 +50,8 @@ type Registry struct {
 	byKey       map[string]*Model        // card key -> model
 	pending     map[string]*pendingModel // display name -> model whose files load
 	pendingKeys map[string]*pendingModel // card key -> pending model
+	prefills    map[string]*prefillPool  // display name -> the model's prefill workers
+	prefillKeys map[string]*prefillPool  // card key of a prefill worker -> its pool
 	synced      bool                     // the first discovery snapshot was applied
 }
 
@@ -82,7 +86,8 @@ func New(cfg Config, deps Deps) (*Registry, error) {
 	}
 	r := &Registry{cfg: cfg, rt: deps.Runtime, log: deps.Logger, tp: deps.TracerProvider, clock: deps.Clock, metrics: deps.Metrics,
 		models: map[string]*Model{}, names: map[string]*Model{}, byKey: map[string]*Model{},
-		pending: map[string]*pendingModel{}, pendingKeys: map[string]*pendingModel{}, loaded: make(chan *pendingModel)}
+		pending: map[string]*pendingModel{}, pendingKeys: map[string]*pendingModel{},
+		prefills: map[string]*prefillPool{}, prefillKeys: map[string]*prefillPool{}, loaded: make(chan *pendingModel)}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -99,6 +104,9 @@ func New(cfg Config, deps Deps) (*Registry, error) {
 	}
 	var err error
 	if r.migMet, err = migration.NewMetrics(reg, cfg.MetricsPrefix); err != nil {
+		return nil, fmt.Errorf("pipeline: metrics: %w", err)
+	}
+	if r.preMet, err = prefill.NewMetrics(reg, cfg.MetricsPrefix); err != nil {
 		return nil, fmt.Errorf("pipeline: metrics: %w", err)
 	}
 	if cfg.RouterMode == RouterKV {

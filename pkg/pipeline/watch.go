@@ -74,11 +74,14 @@ func (r *Registry) apply(ctx context.Context, ev discovery.Event) {
 func (r *Registry) knownKeys() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	keys := make([]string, 0, len(r.byKey)+len(r.pendingKeys))
+	keys := make([]string, 0, len(r.byKey)+len(r.pendingKeys)+len(r.prefillKeys))
 	for k := range r.byKey {
 		keys = append(keys, k)
 	}
 	for k := range r.pendingKeys {
+		keys = append(keys, k)
+	}
+	for k := range r.prefillKeys {
 		keys = append(keys, k)
 	}
 	return keys
@@ -91,12 +94,17 @@ func (r *Registry) addCard(ctx context.Context, key string, value []byte) {
 	r.mu.RLock()
 	_, known := r.byKey[key]
 	_, loading := r.pendingKeys[key]
+	_, prefilling := r.prefillKeys[key]
 	r.mu.RUnlock()
-	if known || loading {
+	if known || loading || prefilling {
 		return
 	}
 	rec, card, ok := r.decodeCard(key, value)
 	if !ok {
+		return
+	}
+	if card.ModelType.Has(modelcard.ModelPrefill) {
+		r.addPrefillCard(ctx, key, rec, card)
 		return
 	}
 	r.mu.Lock()
@@ -170,6 +178,12 @@ func (r *Registry) install(ctx context.Context, p *pendingModel) {
 		r.byKey[key] = m
 	}
 	r.mu.Unlock()
+	r.mu.RLock()
+	pool := r.prefills[m.name]
+	r.mu.RUnlock()
+	if pool != nil {
+		r.attachPrefill(m, pool)
+	}
 	r.metrics.SetModel(m.name, ModelConfig{
 		ContextLength:       int(card.ContextLength),
 		KVCacheBlockSize:    int(card.KVCacheBlockSize),
@@ -197,7 +211,7 @@ func (r *Registry) decodeCard(key string, value []byte) (*modelcard.Record, *mod
 		r.log.Warn("pipeline: ignoring a model card that does not verify", "key", key, "err", err)
 		return nil, nil, false
 	}
-	if !card.ModelType.Has(modelcard.ModelChat) && !card.ModelType.Has(modelcard.ModelCompletions) {
+	if !card.ModelType.Has(modelcard.ModelChat) && !card.ModelType.Has(modelcard.ModelCompletions) && !card.ModelType.Has(modelcard.ModelPrefill) {
 		r.log.Info("pipeline: ignoring a model this frontend cannot serve", "model", card.DisplayName, "model_type", card.ModelType)
 		return nil, nil, false
 	}
@@ -224,6 +238,11 @@ func (r *Registry) joinModel(ctx context.Context, m *Model, key string, rec *mod
 // and a pending load with its last worker too.
 func (r *Registry) removeCard(key string) {
 	r.mu.Lock()
+	if p := r.prefillKeys[key]; p != nil {
+		r.mu.Unlock()
+		r.removePrefillCard(key, p)
+		return
+	}
 	if p := r.pendingKeys[key]; p != nil {
 		delete(r.pendingKeys, key)
 		delete(p.recs, key)
@@ -270,6 +289,15 @@ func (r *Registry) removeCard(key string) {
 func (r *Registry) closeAll() {
 	for _, m := range r.Models() {
 		m.close()
+	}
+	r.mu.RLock()
+	pools := make([]*prefillPool, 0, len(r.prefills))
+	for _, p := range r.prefills {
+		pools = append(pools, p)
+	}
+	r.mu.RUnlock()
+	for _, p := range pools {
+		p.close()
 	}
 }
 
