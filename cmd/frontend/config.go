@@ -12,6 +12,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/frontend"
 	"github.com/dynamo-go/dynamo/pkg/openai"
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
+	"github.com/dynamo-go/dynamo/pkg/prefill"
 	"github.com/dynamo-go/dynamo/pkg/router/kv"
 )
 
@@ -62,7 +63,7 @@ func (f *flags) settings(env func(string) string) (settings, error) {
 }
 
 // modelsConfig is how the models are routed: router mode, KV routing,
-// migration.
+// migration, disaggregation.
 func (f *flags) modelsConfig() (pipeline.Config, error) {
 	var errs []error
 	c := pipeline.Config{Namespace: *f.namespace, RouterMode: *f.routerMode, KVCacheBlockSize: *f.blockSize, MigrationMaxSeqLen: *f.migrationMaxSeq}
@@ -83,6 +84,14 @@ func (f *flags) modelsConfig() (pipeline.Config, error) {
 	}
 	if c.MigrationMaxSeqLen < 0 {
 		errs = append(errs, fmt.Errorf("--migration-max-seq-len %d: must not be negative", c.MigrationMaxSeqLen))
+	}
+	c.EnforceDisagg = *f.enforceDisagg
+	c.ConditionalDisagg = prefill.Conditional{Enabled: *f.condDisagg, EffISLThreshold: *f.condEffISL, EffISLRatioThreshold: *f.condEffISLRatio}
+	if *f.condEffISL <= 0 {
+		errs = append(errs, fmt.Errorf("--router-conditional-disagg-eff-isl-threshold %d: must be positive", *f.condEffISL))
+	}
+	if r := *f.condEffISLRatio; !(r > 0 && r <= 1) {
+		errs = append(errs, fmt.Errorf("--router-conditional-disagg-eff-isl-ratio-threshold %v: want a fraction in (0, 1]", r))
 	}
 	var err error
 	if c.KV, err = f.kvConfig(); err != nil {

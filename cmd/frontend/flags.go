@@ -25,6 +25,9 @@ type flags struct {
 	trackBlocks, noTrackBlocks                    *bool
 	busyDecode, busyPrefillFrac                   *float64
 	busyPrefill                                   *int64
+	enforceDisagg, condDisagg                     *bool
+	condEffISL                                    *int
+	condEffISLRatio                               *float64
 
 	apiKeys                                 secretList
 	apiKeyFile, authExempt, corsAllowedOrig *string
@@ -57,6 +60,11 @@ func register(s *envflag.Set) *flags {
 		busyDecode:      s.Float64("active-decode-blocks-threshold", -1, "router mode kv: a worker whose active KV blocks exceed this fraction of its cache is busy and skipped; -1 is off", "DYN_ACTIVE_DECODE_BLOCKS_THRESHOLD"),
 		busyPrefill:     s.Int64("active-prefill-tokens-threshold", -1, "router mode kv: a worker with more queued prefill tokens is busy; -1 is off", "DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD"),
 		busyPrefillFrac: s.Float64("active-prefill-tokens-threshold-frac", -1, "router mode kv: same, as a fraction of the worker's max batched tokens; -1 is off", "DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC"),
+
+		enforceDisagg:   s.Bool("enforce-disagg", false, "fail the requests that cannot be prefilled on a prefill worker (503 while the model has none available; the prefill's error when it failed) instead of prefilling them on the decode worker", "DYN_ENFORCE_DISAGG"),
+		condDisagg:      s.Bool("router-conditional-disagg", false, "disaggregated models: prefill short or mostly cached prompts on the decode worker (both thresholds below must hold)", "DYN_ROUTER_CONDITIONAL_DISAGG"),
+		condEffISL:      s.Int("router-conditional-disagg-eff-isl-threshold", 2048, "conditional disaggregation: prefill locally only below this many uncached prompt tokens (the decode worker's cached prefix, known with router mode kv, taken off)", "DYN_ROUTER_CONDITIONAL_DISAGG_EFF_ISL_THRESHOLD"),
+		condEffISLRatio: s.Float64("router-conditional-disagg-eff-isl-ratio-threshold", 0.7, "conditional disaggregation: ... and only below this fraction of uncached prompt tokens", "DYN_ROUTER_CONDITIONAL_DISAGG_EFF_ISL_RATIO_THRESHOLD"),
 
 		apiKeyFile:      s.String("api-key-file", "", "file of API keys, one a line (blank lines and # comments skipped), for keys mounted as secrets; adds to --api-key", "DYN_API_KEY_FILE"),
 		authExempt:      s.String("api-key-exempt-paths", strings.Join(frontend.DefaultAuthExemptPaths, ","), "with API keys: paths served without a key, comma separated (a trailing * makes a prefix; none for no path)", "DYN_API_KEY_EXEMPT_PATHS"),

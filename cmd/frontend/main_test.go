@@ -58,6 +58,23 @@ func TestKVFlags(t *testing.T) {
 	}
 }
 
+func TestDisaggFlags(t *testing.T) {
+	s, err := parse(map[string]string{"DYN_ENFORCE_DISAGG": "true", "DYN_ROUTER_CONDITIONAL_DISAGG_EFF_ISL_RATIO_THRESHOLD": "0.5"},
+		"--router-conditional-disagg", "--router-conditional-disagg-eff-isl-threshold", "1024")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.models.ConditionalDisagg
+	if !s.models.EnforceDisagg || !c.Enabled || c.EffISLThreshold != 1024 || c.EffISLRatioThreshold != 0.5 {
+		t.Errorf("enforce %v, conditional %+v", s.models.EnforceDisagg, c)
+	}
+	s, _ = parse(nil)
+	c = s.models.ConditionalDisagg
+	if s.models.EnforceDisagg || c.Enabled || c.EffISLThreshold != 2048 || c.EffISLRatioThreshold != 0.7 {
+		t.Errorf("defaults: enforce %v, conditional %+v; want off, 2048, 0.7", s.models.EnforceDisagg, c)
+	}
+}
+
 func TestBadValuesExit2WithAClearMessage(t *testing.T) {
 	emptyKeyFile := filepath.Join(t.TempDir(), "keys")
 	if err := os.WriteFile(emptyKeyFile, []byte("# no keys yet\n\n"), 0o600); err != nil {
@@ -75,6 +92,8 @@ func TestBadValuesExit2WithAClearMessage(t *testing.T) {
 		{nil, map[string]string{"DYN_KV_EVENTS": "maybe"}, "DYN_KV_EVENTS"},
 		{[]string{"--tls-cert-path", "/nonexistent.pem"}, nil, "must be given together"},
 		{[]string{"--migration-limit", "-1"}, nil, "out of range"},
+		{[]string{"--router-conditional-disagg-eff-isl-ratio-threshold", "1.5"}, nil, "want a fraction"},
+		{[]string{"--router-conditional-disagg-eff-isl-threshold", "0"}, nil, "must be positive"},
 		{nil, map[string]string{"DYN_HTTP_BODY_LIMIT_MB": "lots"}, "DYN_HTTP_BODY_LIMIT_MB"},
 		{nil, map[string]string{"DYN_HTTP_PORT": "eighty"}, "DYN_HTTP_PORT"},
 		{nil, map[string]string{"DYN_METRICS_ITL_MAX": "2s"}, "DYN_METRICS_ITL_MAX"},
@@ -104,7 +123,8 @@ func TestHelpListsFlagsAndEnv(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	for _, want := range []string{"-http-port", "(default 8000)", "-router-mode", "-migration-limit", "-discovery-backend", "DYN_HTTP_BODY_LIMIT_MB", "ETCD_ENDPOINTS",
-		"-api-key", "DYN_API_KEYS", "-api-key-file", "DYN_API_KEY_FILE", "-api-key-exempt-paths", "/health,/live,/metrics", "-cors-allowed-origins", "DYN_CORS_ALLOWED_ORIGINS"} {
+		"-api-key", "DYN_API_KEYS", "-api-key-file", "DYN_API_KEY_FILE", "-api-key-exempt-paths", "/health,/live,/metrics", "-cors-allowed-origins", "DYN_CORS_ALLOWED_ORIGINS",
+		"-enforce-disagg", "DYN_ENFORCE_DISAGG", "-router-conditional-disagg", "DYN_ROUTER_CONDITIONAL_DISAGG_EFF_ISL_THRESHOLD"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}

@@ -6,9 +6,12 @@
 // (chat template, tokenizer) and its chain, each stage a
 // backend.Generator wrapping the next,
 //
-//	migration.Stage -> [kv.Model] -> router.PushRouter -> runtime -> workers
+//	migration.Stage -> prefill.Stage -> [kv.Model] -> router.PushRouter -> runtime -> workers
 //
-// (the KV router only with RouterKV). Workers joining and leaving are
+// (the KV router only with RouterKV). Cards of model type Prefill are the
+// model's prefill workers: they form its prefill pool, which its prefill
+// stage uses while the pool has workers (docs/disaggregation.md); they
+// are not a model of their own. Workers joining and leaving are
 // passed on to the push router's view of the model's instances and to the
 // KV router; the model goes with its last worker. The HTTP layer asks for
 // a model by name (Registry.Lookup) or for the list (Registry.Models), and
@@ -24,7 +27,7 @@
 //
 // # Where things go
 //
-// A new stage of every request (say, a prefill stage) is a
+// A new stage of every request (say, an admission queue) is a
 // backend.Generator in its own package, wired into the chain in build.go.
 // A new router policy is a router.Policy selected in Registry.policy, with
 // its mode constant in config.go.
