@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run test test-short bench bench-tokenizer bench-preprocess bench-stack bench-streams trace-demo fuzz lint clean
+.PHONY: build run run-disagg test test-short bench bench-tokenizer bench-preprocess bench-stack bench-streams trace-demo fuzz lint clean
 
 build:
 	$(GO) build $(PKGS)
@@ -14,6 +14,11 @@ build:
 # needed). Ctrl-C stops it.
 run:
 	@exec env GO="$(GO)" ./scripts/run.sh
+
+# The same with one prefill and two decode mocker workers (disaggregated
+# serving, docs/disaggregation.md).
+run-disagg:
+	@exec env GO="$(GO)" MODE=disagg ./scripts/run.sh
 
 test: lint
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the stack on this machine: an OpenAI-compatible frontend on :8000
-# (HTTP_PORT to change it) and two mocker workers serving models/demo.
+# (HTTP_PORT to change it) and two mocker workers serving models/demo;
+# with MODE=disagg (make run-disagg) one prefill and two decode mocker
+# workers instead (disaggregated serving, docs/disaggregation.md).
 # Discovery is a temporary directory and requests go over TCP, so neither
 # etcd nor NATS is needed. Ctrl-C stops everything and removes the
 # directory. Needs bash and Go only (curl to try it out).
@@ -64,8 +66,18 @@ export DYN_HTTP_GRACEFUL_SHUTDOWN_TIMEOUT_SECS=0 DYN_GRACEFUL_SHUTDOWN_GRACE_PER
 
 # Each in a session of its own: Ctrl-C reaches this script only, which
 # then stops them (SIGTERM) and waits for them.
-setsid bin/mocker --model-path models/demo --num-workers 2 >bin/mocker.log 2>&1 &
-pids+=($!)
+if [ "${MODE:-}" = disagg ]; then
+	setsid bin/mocker --model-path models/demo --disaggregation-mode prefill --endpoint dyn://dynamo.prefill.generate \
+		--bootstrap-ports 0 >bin/prefill.log 2>&1 &
+	pids+=($!)
+	setsid bin/mocker --model-path models/demo --num-workers 2 --disaggregation-mode decode >bin/mocker.log 2>&1 &
+	pids+=($!)
+	workers="1 prefill and 2 decode mocker workers"
+else
+	setsid bin/mocker --model-path models/demo --num-workers 2 >bin/mocker.log 2>&1 &
+	pids+=($!)
+	workers="2 mocker workers"
+fi
 setsid bin/frontend --http-port "$port" >bin/frontend.log 2>&1 &
 pids+=($!)
 
@@ -79,7 +91,7 @@ get() {
 	) 2>/dev/null
 }
 
-echo "starting the frontend and two mocker workers..."
+echo "starting the frontend and $workers..."
 for i in $(seq 300); do
 	if get /v1/models | grep -q "\"id\":\"$model\""; then
 		break
@@ -101,7 +113,7 @@ done
 
 cat <<EOF
 
-Serving model "$model" on http://localhost:$port (1 frontend, 2 mocker workers).
+Serving model "$model" on http://localhost:$port (1 frontend, $workers).
 
 List the models:
   curl -s localhost:$port/v1/models
