@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -227,10 +228,24 @@ func (h *handoff) bootstrap(ctx context.Context, span trace.Span, preq *backend.
 		return h.emit(out)
 	}, chosen))
 	mu.Lock()
-	wasAborted := aborted
+	wasAborted, wasCommitted := aborted, committed
 	mu.Unlock()
 	if wasAborted {
 		return false, <-pdone
+	}
+	if derr != nil && !wasCommitted && !h.parent.IsStopped() {
+		// The decode failed before it answered: if the prefill failed too
+		// (a prefill worker that went away closes its rooms, and the
+		// decode worker gives up on the handoff first), the prefill is the
+		// cause, and the attempt counts as a failed prefill.
+		select {
+		case perr := <-pdone:
+			if perr != nil {
+				return false, perr
+			}
+			return true, derr
+		case <-time.After(prefillVerdictWait):
+		}
 	}
 	if derr != nil {
 		pchild.Kill() // nobody will take the prefill's cache over
@@ -244,6 +259,11 @@ func (h *handoff) bootstrap(ctx context.Context, span trace.Span, preq *backend.
 	}
 	return true, derr
 }
+
+// prefillVerdictWait is how long a bootstrap handoff whose decode failed
+// before answering waits for the prefill's own outcome, to tell a failed
+// prefill (retried, then decode-only) from a failed decode.
+const prefillVerdictWait = time.Second
 
 // checkPrefill turns a prefill stream's first output into an error when
 // it is missing or failed.
