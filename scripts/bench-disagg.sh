@@ -8,16 +8,16 @@
 # round-robin routing.
 #
 # Usage: scripts/bench-disagg.sh [AGG] [ISL] [OSL] [RATES] [REQUESTS]
-#        (default 4 2000 200 "1 2 4" 200)
+#        (default 4 1000 200 "2 4 8" 60)
 # Environment: OUT (bench-out/disagg), PREFILL_ARGS (extra mocker flags
 # for the prefill worker, e.g. "--kv-transfer-bandwidth 16").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 AGG=${1:-4}
-ISL=${2:-2000}
+ISL=${2:-1000}
 OSL=${3:-200}
-RATES=${4:-"1 2 4"}
-REQUESTS=${5:-200}
+RATES=${4:-"2 4 8"}
+REQUESTS=${5:-60}
 OUT=${OUT:-bench-out/disagg}
 mkdir -p bin "$OUT"
 go build -o bin/ ./cmd/frontend ./cmd/mocker ./cmd/bench

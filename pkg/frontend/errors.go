@@ -82,8 +82,16 @@ func (e apiError) body() openai.ErrorBody {
 
 // writeError writes e as a JSON error response.
 func writeError(w http.ResponseWriter, e apiError) {
+	if e.status == http.StatusServiceUnavailable || e.status == http.StatusTooManyRequests {
+		// A refusal the client may retry: say when (one second, until
+		// the frontend queues requests and knows better).
+		w.Header().Set("Retry-After", retryAfter)
+	}
 	writeJSON(w, e.status, e.body())
 }
+
+// retryAfter is the Retry-After of 503 and 429 answers, in seconds.
+const retryAfter = "1"
 
 // writeJSON writes v with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -97,6 +97,9 @@ func TestDirectRoutingPinsAWorker(t *testing.T) {
 	if r.status != http.StatusServiceUnavailable || !strings.Contains(string(r.body), "12345") {
 		t.Errorf("unknown instance: %d %s", r.status, r.body)
 	}
+	if got := r.header.Get("Retry-After"); got != "1" {
+		t.Errorf("unknown instance: 503 with Retry-After %q, want 1", got)
+	}
 }
 
 func itoa(n uint64) string { b, _ := json.Marshal(n); return string(b) }
