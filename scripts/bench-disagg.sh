@@ -8,7 +8,7 @@
 # round-robin routing.
 #
 # Usage: scripts/bench-disagg.sh [AGG] [ISL] [OSL] [RATES] [REQUESTS]
-#        (default 4 1000 200 "2 4 8" 60)
+#        (default 4 1000 200 "2 4 8" 100)
 # Environment: OUT (bench-out/disagg), PREFILL_ARGS (extra mocker flags
 # for the prefill worker, e.g. "--kv-transfer-bandwidth 16").
 set -euo pipefail
@@ -17,7 +17,7 @@ AGG=${1:-4}
 ISL=${2:-1000}
 OSL=${3:-200}
 RATES=${4:-"2 4 8"}
-REQUESTS=${5:-60}
+REQUESTS=${5:-100}
 OUT=${OUT:-bench-out/disagg}
 mkdir -p bin "$OUT"
 go build -o bin/ ./cmd/frontend ./cmd/mocker ./cmd/bench
@@ -56,15 +56,17 @@ start() { # agg|disagg
   sleep 1 # every worker registered
 }
 
-for setup in agg disagg; do
-  start "$setup"
-  for rate in $RATES; do
+# Each load on a fresh stack (cold caches), the same prompts for both
+# setups.
+for rate in $RATES; do
+  for setup in agg disagg; do
+    start "$setup"
     echo "== $setup, $rate req/s" >&2
     bin/bench run --url http://127.0.0.1:8300 --model demo --api chat --isl "$ISL" --osl "$OSL" \
-      --rate "$rate" --requests "$REQUESTS" --warmup 10 --progress 0 \
+      --rate "$rate" --requests "$REQUESTS" --warmup 10 --progress 0 --seed "$rate" \
       --label "$setup-$rate" --json "$OUT/$setup-$rate.json" >"$OUT/$setup-$rate.txt"
+    stop_all
   done
-  stop_all
 done
 
 printf '%-7s %-5s %7s | %9s %9s %9s | %8s %8s %8s | %6s\n' setup rate req/s "TTFT p50" p90 p99 "ITL p50" p90 p99 failed
