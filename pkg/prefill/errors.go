@@ -13,6 +13,12 @@ import (
 // router.ErrNoInstances, so the HTTP layer answers 503.
 var ErrNoPrefillWorkers = fmt.Errorf("prefill: no prefill worker is available and disaggregation is enforced (--enforce-disagg): %w", router.ErrNoInstances)
 
+// ErrPrefillFailed is returned, with Config.Enforce, for a request whose
+// prefill failed on every attempt. It matches router.ErrNoInstances (the
+// HTTP layer answers 503) and is not migratable: the stage has used the
+// request's retries on prefill workers already.
+var ErrPrefillFailed = fmt.Errorf("prefill: the prefill failed on every prefill worker tried and disaggregation is enforced (--enforce-disagg): %w", router.ErrNoInstances)
+
 // ErrNoDisaggregatedParams is a prefill worker's answer that does not say
 // where its KV cache is: its first output has no disaggregated_params.
 var ErrNoDisaggregatedParams = errors.New("prefill: the prefill worker's first output has no disaggregated_params")

@@ -63,6 +63,11 @@ func (h *handoff) fallback(err error) error {
 		h.s.cfg.Metrics.decision(h.s.cfg.Model, DecisionRefused)
 		h.s.log.WarnContext(h.ctx, "prefill: the prefill failed and disaggregation is enforced; the request fails", "model", h.s.cfg.Model,
 			"request_id", h.parent.ID(), "err", err)
+		if runtime.IsInstanceFault(err) {
+			// Not the migration stage's to retry: the prefill retries
+			// are spent.
+			return fmt.Errorf("%w (the last: %v)", ErrPrefillFailed, err)
+		}
 		return err
 	}
 	h.s.cfg.Metrics.decision(h.s.cfg.Model, DecisionFallback)

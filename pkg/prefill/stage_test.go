@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -291,8 +292,12 @@ func TestPrefillFailure(t *testing.T) {
 		f.addDecode(t)
 		s, met := newStage(t, f, 1, prefill.Config{Enforce: true}, nil)
 		s.SetPool(f.pool(t, 1))
-		if _, err := run(t, s, request(40, 3)); !runtime.IsInstanceFault(err) {
-			t.Fatalf("enforced, the prefill worker crashed: %v, want the prefill's error", err)
+		_, err := run(t, s, request(40, 3))
+		if !errors.Is(err, prefill.ErrPrefillFailed) || !errors.Is(err, router.ErrNoInstances) || runtime.IsInstanceFault(err) {
+			t.Fatalf("enforced, the prefill worker crashed: %v; want ErrPrefillFailed (a 503, not migrated again)", err)
+		}
+		if !strings.Contains(err.Error(), "Stream ended before generation completed") {
+			t.Errorf("the error %q does not say what the prefill's last failure was", err)
 		}
 		if _, decs := f.requests(); len(decs) != 0 {
 			t.Errorf("%d decode requests, want none", len(decs))
