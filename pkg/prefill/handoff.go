@@ -186,6 +186,10 @@ func (h *handoff) bootstrap(ctx context.Context, span trace.Span, preq *backend.
 		return true, err
 	}
 	dreq.BootstrapInfo = info
+	// The prefill worker has not answered yet: the decode links to this
+	// prefill span (the parent of the prefill worker's spans) instead of
+	// the prefill's engine span.
+	dreq.MigrationLink = telemetry.LinkOf(span.SpanContext())
 
 	pchild := runtime.NewContext(ctx, h.parent.ID())
 	defer pchild.Release()

@@ -44,3 +44,31 @@ func TestPrefillSpans(t *testing.T) {
 		t.Errorf("prefill span outcomes %v, want 2 done and 1 failed (the crashed worker)", outcomes)
 	}
 }
+
+// With the bootstrap handoff the decode request goes out before the
+// prefill worker answers: it links to the prefill span.
+func TestBootstrapDecodeLinksToThePrefillSpan(t *testing.T) {
+	f := newFleet(t)
+	f.addPrefill(t, prefillWorker{bootstrap: true})
+	f.addDecode(t)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	s, _ := newStage(t, f, 1, prefill.Config{TracerProvider: tp}, nil)
+	s.SetPool(f.pool(t, 1))
+	if _, err := run(t, s, request(40, 2)); err != nil {
+		t.Fatal(err)
+	}
+	var span sdktrace.ReadOnlySpan
+	for _, sp := range rec.Ended() {
+		if sp.Name() == "prefill" {
+			span = sp
+		}
+	}
+	_, decs := f.requests()
+	if span == nil || len(decs) != 1 {
+		t.Fatalf("prefill span %v, %d decode requests", span, len(decs))
+	}
+	if l := decs[0].MigrationLink; l == nil || l.SpanID != span.SpanContext().SpanID().String() || l.TraceID != span.SpanContext().TraceID().String() {
+		t.Fatalf("the decode request's link %+v, want the prefill span %s", l, span.SpanContext().SpanID())
+	}
+}
