@@ -14,7 +14,10 @@
 // a pure function of the request's seed and the token's position (see
 // DeterministicToken), which lets migration tests check that a stream
 // continued on another worker is the stream that would have been.
-// Fault injection (Config.ExitAfterTokens, DropAfterTokens,
+// A request that asks for logprobs (output_options.logprobs = k) gets, on
+// every token, its logprob and its k most likely alternatives headed by
+// it: a valid distribution, a pure function of the seed and the position
+// (logprobs.go). Fault injection (Config.ExitAfterTokens, DropAfterTokens,
 // StallAfterTokens) simulates crashing, disconnecting and hanging workers.
 //
 // # Disaggregated serving

@@ -138,8 +138,12 @@ func (e *Engine) stream(ctx context.Context, rk *rank, seq *sequence, req *backe
 		for _, tok := range buf {
 			if prefill {
 				held = append(held, tok)
-			} else if err := emit(backend.Tokens(tok)); err != nil {
-				return fmt.Errorf("mocker: emit: %w", err)
+			} else {
+				o := backend.Tokens(tok)
+				withLogprobs(o, req, e.cfg.OutputTokens, seq.seed, prompt+emitted, tok)
+				if err := emit(o); err != nil {
+					return fmt.Errorf("mocker: emit: %w", err)
+				}
 			}
 			emitted++
 			if n := e.cfg.ExitAfterTokens; n > 0 && e.emitted.Add(1) == int64(n) {

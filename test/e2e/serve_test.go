@@ -29,6 +29,7 @@ func TestServe(t *testing.T) {
 			t.Run("completions stop string", func(t *testing.T) { testStop(t, f, "/v1/completions") })
 			t.Run("openai-go chat", func(t *testing.T) { testSDKChat(t, f) })
 			t.Run("openai-go completions", func(t *testing.T) { testSDKCompletions(t, f) })
+			t.Run("logprobs, chat and completions", func(t *testing.T) { testLogprobs(t, f) })
 		})
 	}
 }
