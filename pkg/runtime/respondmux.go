@@ -201,6 +201,7 @@ type muxSlot struct {
 	lost    chan struct{} // closed when the connection failed before that
 	isAcked bool          // under the link's mu
 	isLost  bool          // under the link's mu: lost is (being) closed
+	opened  time.Time     // when the opening frame was queued
 }
 
 // run dials the caller, then reads its control frames until the
@@ -262,7 +263,8 @@ func (l *muxLink) watch() {
 //     (5 s by default) and its kernel acknowledged none of it for as long
 //     (a vanished host or a cut network; Linux only, from TCP_INFO);
 //   - its process: it answered nothing it was sent for six times the
-//     connect timeout (a live caller answers within a second, §7.8.3).
+//     connect timeout (a live caller answers within a second, §7.8.3),
+//     or it has left a stream unacknowledged for as long.
 //
 // A caller that is only slow (a busy process whose reads lag by seconds,
 // its window closed) is neither: its kernel acknowledges, and its
@@ -283,6 +285,15 @@ func (l *muxLink) gone(now time.Time) error {
 	}
 	if since := l.waiting.Load(); since != 0 && now.Sub(time.Unix(0, since)) > callerSilence*bound {
 		return errCallerSilent
+	}
+	// A frame the caller sent before it read our last write can look like
+	// its answer; a stream it has not acknowledged for as long tells.
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, slot := range l.streams {
+		if !slot.isAcked && now.Sub(slot.opened) > callerSilence*bound {
+			return errCallerSilent
+		}
 	}
 	return nil
 }
@@ -377,7 +388,7 @@ func (l *muxLink) read() {
 // closing (nothing was written), and errLinkLost if it failed while the
 // frames were written.
 func (l *muxLink) attach(o *muxOut) error {
-	slot := &muxSlot{o: o, acked: make(chan struct{}), lost: make(chan struct{})}
+	slot := &muxSlot{o: o, acked: make(chan struct{}), lost: make(chan struct{}), opened: time.Now()}
 	credit := l.window - int64(len(o.unacked))
 	o.mu.Lock()
 	o.credit = credit // before the caller can grant more

@@ -742,10 +742,11 @@ func TestLateAckFromALiveCallerKeepsTheConnection(t *testing.T) {
 		t.Fatalf("opening frame: id %d, %q, %v", id, m.Header, err)
 	}
 
-	// Behind: no ack for ten times the timeout, but a keep-going frame
-	// on stream 0 every third of it.
+	// Behind: no ack for five times the timeout (the bound for a stream
+	// left unacknowledged is six), but a keep-going frame on stream 0
+	// every third of it.
 	keepGoing := codec.AppendStreamMessage(nil, 0, codec.Message{Header: ctrlAck})
-	for range 30 {
+	for range 15 {
 		if _, err := conn.Write(keepGoing); err != nil {
 			t.Fatalf("the worker gave up a caller that kept sending: %v", err)
 		}
