@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
+	"github.com/dynamo-go/dynamo/pkg/runtime/runtimetest"
 )
 
 func TestBootstrapPortsFlag(t *testing.T) {
@@ -138,14 +138,7 @@ func TestPrefillAndDecodeMockerProcesses(t *testing.T) {
 		t.Fatalf("mdc_sums %v (want one), bootstrap ports %v (want two)", sums, ports)
 	}
 
-	caller, err := runtime.New(t.Context(), runtime.Config{EtcdEndpoints: []string{etcd.URL}, TCPHost: "127.0.0.1"}, runtime.Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- caller.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	caller := runtimetest.Start(t, runtime.Config{EtcdEndpoints: []string{etcd.URL}, TCPHost: "127.0.0.1"}, runtime.Deps{})
 	client := func(component string) *runtime.Client {
 		cl, err := caller.Endpoint(runtime.EndpointID{Namespace: "dynamo", Component: component, Name: "generate"}).Client(t.Context())
 		if err != nil {

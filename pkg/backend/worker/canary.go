@@ -202,7 +202,7 @@ func (c *canary) probe(ctx context.Context) (result, reason string) {
 	go func() {
 		defer close(running)
 		defer rc.Release()
-		ended <- c.w.generate(rc, &req, func(o *backend.Output) error {
+		ended <- c.w.generate(rc, rc, &req, func(o *backend.Output) error {
 			select {
 			case first <- o:
 			default:

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,12 +19,9 @@ func (w *server) handle(rc *runtime.Context, payload []byte, emit func([]byte) e
 	if err := json.Unmarshal(payload, &req); err != nil {
 		return runtime.NewError(backend.TypeInvalidArgument, "worker: bad request: %v", err)
 	}
-	// The engine runs under its span: a child context of rc carries it
-	// (stop and kill reach it through the link).
+	// The engine runs under its span, which ctx carries on top of rc
+	// (runtime.FromContext(ctx) is rc: its stop and kill hold).
 	ctx, es := w.startEngineSpan(rc, &req)
-	erc := runtime.NewContext(ctx, rc.ID())
-	defer erc.Release()
-	rc.LinkChild(erc)
 	send := func(o *backend.Output) error {
 		if o == nil {
 			return fmt.Errorf("%w: nil output", backend.ErrContractViolation)
@@ -41,8 +39,8 @@ func (w *server) handle(rc *runtime.Context, payload []byte, emit func([]byte) e
 		}
 		return nil
 	}
-	err := w.generate(erc, &req, send)
-	es.end(erc, err)
+	err := w.generate(ctx, rc, &req, send)
+	es.end(rc, err)
 	if errors.Is(err, backend.ErrDropStream) {
 		// Fault injection: end like a crashed worker, without the final marker.
 		w.log.WarnContext(rc, "worker: dropping the response stream (fault injection)", "request_id", rc.ID())
@@ -53,8 +51,10 @@ func (w *server) handle(rc *runtime.Context, payload []byte, emit func([]byte) e
 
 // generate runs one request on the engine, for the endpoint and for the
 // canary: a backend.Aborter is told once when the request is stopped or
-// killed, and with Config.ValidateStreams the stream is checked.
-func (w *server) generate(rc *runtime.Context, req *backend.Request, send func(*backend.Output) error) error {
+// killed, and with Config.ValidateStreams the stream is checked. ctx is
+// what the engine gets: rc, or a context on top of it (with the engine
+// span).
+func (w *server) generate(ctx context.Context, rc *runtime.Context, req *backend.Request, send func(*backend.Output) error) error {
 	if ab, ok := w.engine.(backend.Aborter); ok {
 		done := make(chan struct{})
 		var wg sync.WaitGroup
@@ -74,7 +74,7 @@ func (w *server) generate(rc *runtime.Context, req *backend.Request, send func(*
 	if w.cfg.ValidateStreams {
 		send, finish = backend.ValidateStream(send, backend.ValidateStop(rc))
 	}
-	err := w.engine.Generate(rc, req, send)
+	err := w.engine.Generate(ctx, req, send)
 	if finish != nil {
 		// finish returns Generate's error, joined with any violation.
 		if err = finish(err); errors.Is(err, backend.ErrContractViolation) {
