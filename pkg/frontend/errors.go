@@ -42,8 +42,6 @@ func (s *Service) classify(err error) apiError {
 		return apiError{http.StatusBadRequest, ErrValidation, ve.Message, ve.Param}
 	case errors.As(err, &mbe):
 		return apiError{http.StatusRequestEntityTooLarge, ErrValidation, fmt.Sprintf("Request body too large: the limit is %d bytes", mbe.Limit), ""}
-	case errors.Is(err, openai.ErrDeprecatedFunctions):
-		return apiError{http.StatusNotImplemented, ErrNotImplemented, err.Error(), ""}
 	case errors.Is(err, ErrModelNotFound):
 		return apiError{http.StatusNotFound, ErrNotFound, err.Error(), ""}
 	case errors.Is(err, ErrNotReady):

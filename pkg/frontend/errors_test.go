@@ -33,9 +33,9 @@ func TestErrorsReachTheOpenAISDK(t *testing.T) {
 		param  string
 		phrase string
 	}{
-		{"temperature out of range", hot, 400, "Bad Request", "temperature", "temperature must be between 0 and 2"},
-		{"negative max_completion_tokens", negative, 400, "Bad Request", "max_completion_tokens", "max_completion_tokens must be at least 1"},
-		{"unknown model", unknown, 404, "Not Found", "", "Model not found"},
+		{"temperature out of range", hot, 400, "invalid_request_error", "temperature", "temperature must be between 0 and 2"},
+		{"negative max_completion_tokens", negative, 400, "invalid_request_error", "max_completion_tokens", "max_completion_tokens must be at least 1"},
+		{"unknown model", unknown, 404, "not_found_error", "", "Model not found"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -424,7 +424,10 @@ func TestBadRequestsGetClearErrors(t *testing.T) {
 		{"prompt over the context length", "/v1/completions", `{"model":"demo","prompt":"` + long[:len(long)-1] + `"}`, 400, "maximum context length is 4096 tokens", "prompt"},
 		{"invalid UTF-8", "/v1/completions", "{\"model\":\"demo\",\"prompt\":\"\xff\xfe\"}", 400, "UTF-8", ""},
 		{"unknown field", "/v1/completions", `{"model":"demo","prompt":"x","bogus":1}`, 400, "Unsupported parameter", "bogus"},
-		{"deprecated functions", "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}]}`, 501, "functions", ""},
+		{"functions with tools", "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}],"tools":[{"type":"function","function":{"name":"g"}}]}`, 400, "functions", "functions"},
+		{"tool_choice names an unknown function", "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"g"}}],"tool_choice":{"type":"function","function":{"name":"h"}}}`, 400, "not in `tools`", "tool_choice"},
+		{"tool with an invalid schema", "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"g","parameters":"object"}}]}`, 400, "JSON schema", "tools[0].function.parameters"},
+		{"n above the limit", "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"x"}],"n":129}`, 400, "n must be between 1 and 128", "n"},
 		{"unknown route", "/v1/nothing", `{}`, 404, "Route not found: POST /v1/nothing", ""},
 	}
 	for _, c := range cases {
@@ -438,7 +441,7 @@ func TestBadRequestsGetClearErrors(t *testing.T) {
 			if c.param != "" {
 				param = &c.param
 			}
-			want := openai.ErrorInfo{Message: e.Message, Type: http.StatusText(c.status), Param: param, Code: json.RawMessage(strconv.Itoa(c.status))}
+			want := openai.ErrorInfo{Message: e.Message, Type: openai.ErrorType(c.status), Param: param, Code: json.RawMessage(strconv.Itoa(c.status))}
 			if r.status != c.status {
 				t.Errorf("status %d, want %d", r.status, c.status)
 			}

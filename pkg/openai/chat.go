@@ -21,7 +21,7 @@ type ChatCompletionRequest struct {
 	TopLogprobs         *int               `json:"top_logprobs,omitempty"`
 	LogitBias           map[string]float64 `json:"logit_bias,omitempty"`
 	Tools               []Tool             `json:"tools,omitempty"`
-	ToolChoice          json.RawMessage    `json:"tool_choice,omitempty"`
+	ToolChoiceRaw       json.RawMessage    `json:"tool_choice,omitempty"`
 	ParallelToolCalls   *bool              `json:"parallel_tool_calls,omitempty"`
 	ResponseFormat      *ResponseFormat    `json:"response_format,omitempty"`
 	User                string             `json:"user,omitempty"`
@@ -30,9 +30,13 @@ type ChatCompletionRequest struct {
 	Store           json.RawMessage `json:"store,omitempty"`
 	Metadata        json.RawMessage `json:"metadata,omitempty"`
 	ReasoningEffort json.RawMessage `json:"reasoning_effort,omitempty"`
-	// Deprecated; a request using them gets 501.
+	// Deprecated: decoding maps them to Tools and ToolChoiceRaw and sets
+	// LegacyFunctions.
 	Functions    json.RawMessage `json:"functions,omitempty"`
 	FunctionCall json.RawMessage `json:"function_call,omitempty"`
+	// LegacyFunctions marks a request that used functions/function_call:
+	// its answer carries function_call instead of tool_calls.
+	LegacyFunctions bool `json:"-"`
 
 	// Chat-template controls (Dynamo/vLLM extensions).
 	AddGenerationPrompt  *bool           `json:"add_generation_prompt,omitempty"`
@@ -56,10 +60,4 @@ func (r *ChatCompletionRequest) MaxTokensLimit() *int64 {
 // IncludeUsage reports whether stream_options.include_usage is set.
 func (r *ChatCompletionRequest) IncludeUsage() bool {
 	return r.StreamOptions != nil && r.StreamOptions.IncludeUsage
-}
-
-// ToolChoiceNone reports whether tool_choice is "none".
-func (r *ChatCompletionRequest) ToolChoiceNone() bool {
-	var s string
-	return json.Unmarshal(r.ToolChoice, &s) == nil && s == "none"
 }

@@ -22,38 +22,16 @@ type DecodeOptions struct {
 	DisableNvExt bool
 }
 
-// ErrDeprecatedFunctions is matched (errors.Is) by the error a chat request
-// using the deprecated `functions` or `function_call` parameters gets; the
-// frontend answers it with 501 Not Implemented.
-var ErrDeprecatedFunctions = errors.New("openai: deprecated functions parameters are not supported")
-
-// deprecatedError names the deprecated parameters a request used.
-type deprecatedError struct{ names []string }
-
-func (e *deprecatedError) Error() string {
-	return "Deprecated parameter(s) not supported: " + quoteList(e.names) +
-		"; use `tools` and `tool_choice` instead"
-}
-
-func (e *deprecatedError) Is(target error) bool { return target == ErrDeprecatedFunctions }
-
-// DecodeChat decodes and validates a chat completions body. Every failure
-// is a *ValidationError, except the deprecated function parameters, whose
-// error matches ErrDeprecatedFunctions.
+// DecodeChat decodes and validates a chat completions body; the
+// deprecated functions/function_call are mapped to tools/tool_choice.
+// Every failure is a *ValidationError.
 func DecodeChat(body []byte, opts DecodeOptions) (*ChatCompletionRequest, error) {
 	var r ChatCompletionRequest
 	if err := decodeObject(body, opts, chatInfo(), &r); err != nil {
 		return nil, err
 	}
-	var deprecated []string
-	if present(r.Functions) {
-		deprecated = append(deprecated, "functions")
-	}
-	if present(r.FunctionCall) {
-		deprecated = append(deprecated, "function_call")
-	}
-	if len(deprecated) > 0 {
-		return nil, &deprecatedError{names: deprecated}
+	if err := r.mapLegacyFunctions(); err != nil {
+		return nil, err
 	}
 	if err := r.Validate(); err != nil {
 		return nil, err

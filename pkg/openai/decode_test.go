@@ -122,32 +122,121 @@ func TestDecodeCompletionErrors(t *testing.T) {
 	}
 }
 
-func TestDecodeChatDeprecatedFunctions(t *testing.T) {
-	for _, extra := range []string{
-		`"functions":[{"name":"f"}]`,
-		`"function_call":"auto"`,
-		`"functions":[],"function_call":{"name":"f"}`,
-	} {
-		_, err := DecodeChat([]byte(chatBody(extra)), DecodeOptions{})
-		if !errors.Is(err, ErrDeprecatedFunctions) {
-			t.Fatalf("%s: error = %v, want ErrDeprecatedFunctions", extra, err)
-		}
-		var ve *ValidationError
-		if errors.As(err, &ve) {
-			t.Errorf("%s: error is a *ValidationError (400), want 501", extra)
-		}
-		if !strings.Contains(err.Error(), "`function") || !strings.Contains(err.Error(), "`tools`") {
-			t.Errorf("%s: message %q should name the parameter and the replacement", extra, err)
-		}
+func TestDecodeChatLegacyFunctions(t *testing.T) {
+	r, err := DecodeChat([]byte(chatBody(`"functions":[{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}],"function_call":{"name":"get_weather"}`)), DecodeOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Checked before range validation.
-	_, err := DecodeChat([]byte(chatBody(`"functions":[],"temperature":9`)), DecodeOptions{})
-	if !errors.Is(err, ErrDeprecatedFunctions) {
-		t.Errorf("error = %v, want ErrDeprecatedFunctions before range validation", err)
+	if !r.LegacyFunctions || len(r.Tools) != 1 || r.Tools[0].Type != "function" || r.Tools[0].Function.Name != "get_weather" {
+		t.Fatalf("functions not mapped to tools: legacy=%v tools=%+v", r.LegacyFunctions, r.Tools)
+	}
+	tc, err := r.ToolChoice()
+	if err != nil || tc != (ToolChoice{Mode: ToolChoiceFunction, Name: "get_weather"}) {
+		t.Fatalf("function_call {name} -> tool_choice %+v, %v", tc, err)
+	}
+	r, err = DecodeChat([]byte(chatBody(`"functions":[{"name":"f"}],"function_call":"none"`)), DecodeOptions{})
+	if err != nil || !r.ToolChoiceNone() {
+		t.Fatalf("function_call none: %v, none=%v", err, r != nil && r.ToolChoiceNone())
+	}
+	for _, tc := range []struct{ extra, param string }{
+		{`"functions":[{"name":"f"}],"tools":[{"type":"function","function":{"name":"g"}}]`, "functions"},
+		{`"functions":{"name":"f"}`, "functions"},
+		{`"functions":[{"name":"f"}],"function_call":"required"`, "function_call"},
+		{`"functions":[{"name":"f"}],"function_call":{"name":"g"}`, "tool_choice"},
+		{`"functions":[],"temperature":9`, "temperature"},
+	} {
+		_, err := DecodeChat([]byte(chatBody(tc.extra)), DecodeOptions{})
+		var ve *ValidationError
+		if !errors.As(err, &ve) || ve.Param != tc.param {
+			t.Errorf("%s: error = %v, want a ValidationError on %s", tc.extra, err, tc.param)
+		}
 	}
 	// null means absent.
-	if _, err := DecodeChat([]byte(chatBody(`"functions":null,"function_call":null`)), DecodeOptions{}); err != nil {
+	if r, err := DecodeChat([]byte(chatBody(`"functions":null,"function_call":null`)), DecodeOptions{}); err != nil || r.LegacyFunctions {
 		t.Errorf("null functions: %v", err)
+	}
+}
+
+func TestDecodeChatTools(t *testing.T) {
+	const weather = `{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}`
+	for _, tc := range []struct {
+		extra string
+		want  ToolChoice
+	}{
+		{`"tools":[` + weather + `]`, ToolChoice{Mode: ToolChoiceAuto}},
+		{``, ToolChoice{Mode: ToolChoiceNone}},
+		{`"tools":[` + weather + `],"tool_choice":"none"`, ToolChoice{Mode: ToolChoiceNone}},
+		{`"tools":[` + weather + `],"tool_choice":"required"`, ToolChoice{Mode: ToolChoiceRequired}},
+		{`"tools":[` + weather + `],"tool_choice":{"type":"function","function":{"name":"get_weather"}}`, ToolChoice{Mode: ToolChoiceFunction, Name: "get_weather"}},
+	} {
+		r, err := DecodeChat([]byte(chatBody(tc.extra)), DecodeOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.extra, err)
+		}
+		if got, err := r.ToolChoice(); err != nil || got != tc.want {
+			t.Errorf("%s: tool choice %+v, %v; want %+v", tc.extra, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ extra, param string }{
+		{`"tool_choice":"required"`, "tool_choice"},
+		{`"tools":[` + weather + `],"tool_choice":"sometimes"`, "tool_choice"},
+		{`"tools":[` + weather + `],"tool_choice":{"type":"function","function":{"name":"nope"}}`, "tool_choice"},
+		{`"tools":[` + weather + `],"tool_choice":{"type":"function"}`, "tool_choice"},
+		{`"tools":[{"type":"retrieval","function":{"name":"f"}}]`, "tools[0].type"},
+		{`"tools":[{"type":"function","function":{"name":""}}]`, "tools[0].function.name"},
+		{`"tools":[{"type":"function","function":{"name":"f","parameters":[1,2]}}]`, "tools[0].function.parameters"},
+		{`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":7}}}]`, "tools[0].function.parameters"},
+		{`"tools":[{"type":"function","function":{"name":"f","parameters":{"properties":{"a":3}}}}]`, "tools[0].function.parameters"},
+		{`"tools":[{"type":"function","function":{"name":"f","parameters":{"required":"a"}}}]`, "tools[0].function.parameters"},
+		{`"tools":[` + weather + `],"tool_choice":"required","response_format":{"type":"json_object"}`, "tool_choice"},
+	} {
+		_, err := DecodeChat([]byte(chatBody(tc.extra)), DecodeOptions{})
+		var ve *ValidationError
+		if !errors.As(err, &ve) || ve.Param != tc.param {
+			t.Errorf("%s: error = %v, want a ValidationError on %s", tc.extra, err, tc.param)
+		}
+	}
+}
+
+func TestToolSchema(t *testing.T) {
+	r, err := DecodeChat([]byte(chatBody(`"tools":[{"type":"function","function":{"name":"a","parameters":{"type":"object","properties":{"x":{"type":"integer"}}}}},{"type":"function","function":{"name":"b"}}],"tool_choice":"required"`)), DecodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := r.GuidedDecoding()
+	if err != nil || g == nil {
+		t.Fatalf("guided = %v, %v", g, err)
+	}
+	var schema struct {
+		Type     string `json:"type"`
+		MinItems int    `json:"minItems"`
+		Items    struct {
+			AnyOf []struct {
+				Properties struct {
+					Name struct {
+						Enum []string `json:"enum"`
+					} `json:"name"`
+					Parameters json.RawMessage `json:"parameters"`
+				} `json:"properties"`
+				Required []string `json:"required"`
+			} `json:"anyOf"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(g.JSON, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if schema.Type != "array" || schema.MinItems != 1 || len(schema.Items.AnyOf) != 2 ||
+		schema.Items.AnyOf[0].Properties.Name.Enum[0] != "a" || schema.Items.AnyOf[1].Properties.Name.Enum[0] != "b" ||
+		!strings.Contains(string(schema.Items.AnyOf[0].Properties.Parameters), `"integer"`) ||
+		!strings.Contains(string(schema.Items.AnyOf[1].Properties.Parameters), `"object"`) {
+		t.Errorf("required schema = %s", g.JSON)
+	}
+	named := ToolChoice{Mode: ToolChoiceFunction, Name: "a"}
+	if got := string(r.ToolSchema(named)); got != `{"type":"object","properties":{"x":{"type":"integer"}}}` {
+		t.Errorf("named schema = %s", got)
+	}
+	if r.ToolSchema(ToolChoice{Mode: ToolChoiceAuto}) != nil {
+		t.Error("auto has a schema")
 	}
 }
 
@@ -188,7 +277,7 @@ func TestDecodeNullsAreAbsent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ToolChoice != nil || r.ChatTemplateKwargs != nil || r.GuidedJSON != nil || r.StreamOptions != nil || r.Stop != nil || r.NvExt != nil {
+	if r.ToolChoiceRaw != nil || r.ChatTemplateKwargs != nil || r.GuidedJSON != nil || r.StreamOptions != nil || r.Stop != nil || r.NvExt != nil {
 		t.Errorf("null fields not cleared: %+v", r)
 	}
 	r, err = DecodeChat([]byte(chatBody(`"nvext":{"router":null,"annotations":null}`)), DecodeOptions{})
@@ -300,8 +389,8 @@ func TestDecodeChatFull(t *testing.T) {
 	if len(r.Stop.Strings) != 2 || !*r.Logprobs || *r.TopLogprobs != 3 || r.User != "u1" || *r.ParallelToolCalls {
 		t.Errorf("stop/logprobs/user = %+v %v %v %q", r.Stop, *r.Logprobs, *r.TopLogprobs, r.User)
 	}
-	if string(r.ToolChoice) != `"auto"` || string(r.Metadata) != `{"k": "v"}` || string(r.Store) != "false" {
-		t.Errorf("raw fields = %s %s %s", r.ToolChoice, r.Metadata, r.Store)
+	if string(r.ToolChoiceRaw) != `"auto"` || string(r.Metadata) != `{"k": "v"}` || string(r.Store) != "false" {
+		t.Errorf("raw fields = %s %s %s", r.ToolChoiceRaw, r.Metadata, r.Store)
 	}
 	if *r.TopK != -1 {
 		t.Errorf("top_k = %d, want 0 normalised to -1", *r.TopK)
@@ -343,8 +432,8 @@ func FuzzDecodeChat(f *testing.F) {
 				continue
 			}
 			var ve *ValidationError
-			if !errors.As(err, &ve) && !errors.Is(err, ErrDeprecatedFunctions) {
-				t.Fatalf("error %v (%T) is neither a *ValidationError nor ErrDeprecatedFunctions", err, err)
+			if !errors.As(err, &ve) {
+				t.Fatalf("error %v (%T) is not a *ValidationError", err, err)
 			}
 		}
 	})

@@ -27,7 +27,7 @@ func (e *fieldError) Error() string { return e.field + ": " + e.msg }
 // ErrorBody is the body of every non-2xx JSON response and the data of an
 // SSE error event, in OpenAI's nested form:
 //
-//	{"error":{"message":"...","type":"Bad Request","param":"temperature","code":400}}
+//	{"error":{"message":"...","type":"invalid_request_error","param":"temperature","code":400}}
 //
 // The OpenAI SDKs read their error's message, type, param and code from
 // it.
@@ -38,9 +38,8 @@ type ErrorBody struct {
 // ErrorInfo is the object inside an ErrorBody.
 type ErrorInfo struct {
 	Message string `json:"message"`
-	// Type is the HTTP reason phrase of the status ("Bad Request",
-	// "Client Closed Request" for 499, "Overloaded" for 529), or an
-	// OpenAI error type such as "invalid_request_error".
+	// Type is an OpenAI-style error type, "invalid_request_error" for a
+	// 400 (see ErrorType).
 	Type string `json:"type"`
 	// Param is the request field at fault, or nil (JSON null).
 	Param *string `json:"param"`
@@ -59,21 +58,48 @@ func (e ErrorInfo) Status() (int, bool) {
 }
 
 // NewErrorBody returns the body for status with msg and the request field
-// param ("" for none): type is the status's reason phrase and code the
-// status.
+// param ("" for none): type is the OpenAI-style error type of the status
+// (ErrorType) and code the status.
 func NewErrorBody(status int, msg, param string) ErrorBody {
-	t := http.StatusText(status)
-	switch status {
-	case 499:
-		t = "Client Closed Request"
-	case 529:
-		t = "Overloaded"
-	}
 	var p *string
 	if param != "" {
 		p = &param
 	}
-	return ErrorBody{ErrorInfo{Message: msg, Type: t, Param: p, Code: json.RawMessage(strconv.Itoa(status))}}
+	return ErrorBody{ErrorInfo{Message: msg, Type: ErrorType(status), Param: p, Code: json.RawMessage(strconv.Itoa(status))}}
+}
+
+// ErrorType is the error body's type for an HTTP status, in the style of
+// OpenAI's types: invalid_request_error (400, 413, 422 and other 4xx),
+// authentication_error (401), permission_error (403), not_found_error
+// (404), rate_limit_error (429), client_closed_request (499),
+// not_implemented_error (501), service_unavailable_error (503),
+// timeout_error (504), overloaded_error (529) and server_error (other
+// 5xx).
+func ErrorType(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case 499:
+		return "client_closed_request"
+	case http.StatusNotImplemented:
+		return "not_implemented_error"
+	case http.StatusServiceUnavailable:
+		return "service_unavailable_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	case 529:
+		return "overloaded_error"
+	}
+	if status >= 500 {
+		return "server_error"
+	}
+	return "invalid_request_error"
 }
 
 // DecodeErrorBody reads an error body in any form a server may write:

@@ -51,11 +51,11 @@ func TestErrorBodyIsNested(t *testing.T) {
 		wantStatusOK bool
 	}{
 		{400, "Validation: temperature must be between 0 and 2, got 5", "temperature",
-			`{"error":{"message":"Validation: temperature must be between 0 and 2, got 5","type":"Bad Request","param":"temperature","code":400}}`, true},
+			`{"error":{"message":"Validation: temperature must be between 0 and 2, got 5","type":"invalid_request_error","param":"temperature","code":400}}`, true},
 		{404, "Model not found: <x>", "",
-			`{"error":{"message":"Model not found: <x>","type":"Not Found","param":null,"code":404}}`, true},
-		{499, "Request cancelled", "", `{"error":{"message":"Request cancelled","type":"Client Closed Request","param":null,"code":499}}`, true},
-		{529, "busy", "", `{"error":{"message":"busy","type":"Overloaded","param":null,"code":529}}`, true},
+			`{"error":{"message":"Model not found: <x>","type":"not_found_error","param":null,"code":404}}`, true},
+		{499, "Request cancelled", "", `{"error":{"message":"Request cancelled","type":"client_closed_request","param":null,"code":499}}`, true},
+		{529, "busy", "", `{"error":{"message":"busy","type":"overloaded_error","param":null,"code":529}}`, true},
 	}
 	for _, tc := range tests {
 		body := NewErrorBody(tc.status, tc.msg, tc.param)
@@ -89,7 +89,7 @@ func TestSSEErrorEventCarriesTheSameBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "event: error\n: engine died at step 3\n" +
-		`data: {"error":{"message":"engine died\nat step 3","type":"Internal Server Error","param":null,"code":500}}` + "\n\n"
+		`data: {"error":{"message":"engine died\nat step 3","type":"server_error","param":null,"code":500}}` + "\n\n"
 	if buf.String() != want {
 		t.Errorf("event:\n%q\nwant\n%q", buf.String(), want)
 	}

@@ -37,12 +37,31 @@ var objectSchema = json.RawMessage(`{"type":"object"}`)
 // its guided_* fields and response_format (guided_json wins over
 // response_format), or nil when it asks for none. A malformed
 // response_format or conflicting constraints give a *ValidationError.
+//
+// tool_choice "required" or a named function constrains the output to a
+// tool call (ToolSchema); combined with another constraint it is a
+// *ValidationError.
 func (r *ChatCompletionRequest) GuidedDecoding() (*GuidedDecoding, error) {
 	schema, err := responseFormatSchema(r.ResponseFormat)
 	if err != nil {
 		return nil, err
 	}
-	return r.guided(schema)
+	g, err := r.guided(schema)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := r.ToolChoice()
+	if err != nil {
+		return nil, err
+	}
+	ts := r.ToolSchema(tc)
+	if ts == nil {
+		return g, nil
+	}
+	if g != nil {
+		return nil, invalidParam("tool_choice", "tool_choice `%s` constrains the output to a tool call; it cannot be combined with response_format or guided_* constraints", tc.Mode)
+	}
+	return &GuidedDecoding{JSON: ts, Backend: deref(r.GuidedDecodingBackend)}, nil
 }
 
 // GuidedDecoding returns the guided decoding the request asks for through

@@ -11,9 +11,12 @@ const (
 
 // Finish reasons as OpenAI spells them.
 const (
-	FinishStop          = "stop"
-	FinishLength        = "length"
-	FinishToolCalls     = "tool_calls"
+	FinishStop      = "stop"
+	FinishLength    = "length"
+	FinishToolCalls = "tool_calls"
+	// FinishFunctionCall ends a choice that called a function through the
+	// deprecated functions API.
+	FinishFunctionCall  = "function_call"
 	FinishContentFilter = "content_filter"
 )
 
@@ -56,6 +59,9 @@ type ChatDelta struct {
 	Content          *string    `json:"content,omitempty"`
 	ReasoningContent *string    `json:"reasoning_content,omitempty"`
 	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+	// FunctionCall is the call of a request that used the deprecated
+	// functions API.
+	FunctionCall *FunctionCall `json:"function_call,omitempty"`
 }
 
 // ChatCompletion is a unary chat response.
@@ -84,6 +90,9 @@ type ChatMessage struct {
 	Content          *string    `json:"content"`
 	ReasoningContent *string    `json:"reasoning_content,omitempty"`
 	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+	// FunctionCall is the call of a request that used the deprecated
+	// functions API.
+	FunctionCall *FunctionCall `json:"function_call,omitempty"`
 }
 
 // ChatLogprobs are a chat choice's logprobs.

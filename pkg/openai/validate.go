@@ -69,6 +69,9 @@ func (r *ChatCompletionRequest) Validate() error {
 	if err := r.validateTemplateArgs(); err != nil {
 		return err
 	}
+	if err := r.validateTools(); err != nil {
+		return err
+	}
 	_, err = r.GuidedDecoding()
 	return err
 }
