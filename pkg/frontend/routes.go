@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/dynamo-go/dynamo/pkg/openai"
+	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -46,7 +47,7 @@ func (s *Service) handleModels(w http.ResponseWriter, _ *http.Request) {
 	now := s.clock().Unix()
 	for _, m := range s.models.Models() {
 		if m.Ready() {
-			list.Data = append(list.Data, openai.Model{ID: m.Name(), Object: "model", Created: now, OwnedBy: "nvidia"})
+			list.Data = append(list.Data, modelObject(m, now))
 		}
 	}
 	writeJSON(w, http.StatusOK, list)
@@ -60,7 +61,12 @@ func (s *Service) handleModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Model not found: %s", name), ""})
 		return
 	}
-	writeJSON(w, http.StatusOK, openai.Model{ID: m.Name(), Object: "model", Created: s.clock().Unix(), OwnedBy: "nvidia"})
+	writeJSON(w, http.StatusOK, modelObject(m, s.clock().Unix()))
+}
+
+// modelObject is m as /v1/models shows it.
+func modelObject(m *pipeline.Model, created int64) openai.Model {
+	return openai.Model{ID: m.Name(), Object: "model", Created: created, OwnedBy: "nvidia", MaxModelLen: int(m.Card().ContextLength)}
 }
 
 type healthBody struct {

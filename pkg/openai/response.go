@@ -149,6 +149,9 @@ type Model struct {
 	Object  string `json:"object"`
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
+	// MaxModelLen is the model's context window in tokens (prompt and
+	// output), as vLLM reports it; absent when unknown.
+	MaxModelLen int `json:"max_model_len,omitempty"`
 }
 
 // ModelList is the body of GET /v1/models.

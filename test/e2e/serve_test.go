@@ -36,8 +36,8 @@ func TestServe(t *testing.T) {
 
 func testModels(t *testing.T, f *frontend) {
 	resp, body := f.get(t, "/v1/models/demo")
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"id":"demo"`) {
-		t.Errorf("GET /v1/models/demo: %d %s", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"id":"demo"`) || !strings.Contains(string(body), `"max_model_len":4096`) {
+		t.Errorf("GET /v1/models/demo: %d %s, want the model with its context window", resp.StatusCode, body)
 	}
 	resp, body = f.get(t, "/v1/models/nope")
 	if resp.StatusCode != http.StatusNotFound {
