@@ -33,6 +33,19 @@ func ValidateStop(ctx context.Context) ValidateOption {
 	}
 }
 
+// ValidateChoices makes the validator expect the choices of req: with
+// sampling_options.n = k > 1 every output belongs to the choice its Index
+// names (no Index: choice 0) and each of the k choices ends with its own
+// terminal output; the stream ends after the last of them. Without it, or
+// with n absent or 1, the stream is one choice and Index is not checked.
+func ValidateChoices(req *Request) ValidateOption {
+	return func(v *streamValidator) {
+		if req != nil && req.SamplingOptions.N != nil && *req.SamplingOptions.N > 1 {
+			v.choices = *req.SamplingOptions.N
+		}
+	}
+}
+
 // ValidatePanic overrides PanicOnViolation for one stream.
 func ValidatePanic(on bool) ValidateOption {
 	return func(v *streamValidator) { v.panics = on }
@@ -55,6 +68,11 @@ func ValidatePanic(on bool) ValidateOption {
 //   - Generate returning nil without a terminal output;
 //   - Generate returning an error after a terminal output that emit
 //     accepted (the terminal already ended the stream).
+//
+// With ValidateChoices for a request of n > 1 choices, "the terminal
+// output" is each choice's own (usage counts that choice's token ids), the
+// stream ends after all n, and an output whose Index is n or more is a
+// violation.
 //
 // On a violation, checked does not forward the output and returns an error
 // wrapping ErrContractViolation (the engine must stop and return it), and
@@ -79,13 +97,21 @@ type streamValidator struct {
 	stoppedAtStart bool
 	requestID      string
 
+	choices        int // > 1: the request's n (ValidateChoices)
+
 	mu         sync.Mutex
 	outputs    int   // outputs seen, violating ones included
-	tokens     int   // token ids forwarded
-	terminal   bool  // a terminal output was forwarded
+	tokens     int   // token ids forwarded (without choices)
+	terminal   bool  // a terminal output was forwarded (for every choice)
 	emitFailed bool  // the downstream emit returned an error
 	returned   bool  // done was called
 	violation  error // the first violation
+
+	// With choices: per choice, token ids forwarded and whether its
+	// terminal was; ended counts the choices that ended.
+	choiceTokens []int
+	choiceEnded  []bool
+	ended        int
 }
 
 func (v *streamValidator) check(o *Output) error {
@@ -98,8 +124,13 @@ func (v *streamValidator) check(o *Output) error {
 		return v.violate("output #%d after Generate returned", n)
 	case o == nil:
 		return v.violate("output #%d is nil", n)
+	case v.terminal && v.choices > 1:
+		return v.violate("output #%d after the terminal output of every choice (n=%d)", n, v.choices)
 	case v.terminal:
 		return v.violate("output #%d after the terminal output", n)
+	}
+	if v.choices > 1 {
+		return v.checkChoice(o, n)
 	}
 	tokens := v.tokens + len(o.TokenIDs)
 	if o.IsTerminal() {
@@ -119,6 +150,42 @@ func (v *streamValidator) check(o *Output) error {
 	return err
 }
 
+// checkChoice checks output #n of a stream of several choices. The caller
+// holds v.mu.
+func (v *streamValidator) checkChoice(o *Output, n int) error {
+	if v.choiceTokens == nil {
+		v.choiceTokens, v.choiceEnded = make([]int, v.choices), make([]bool, v.choices)
+	}
+	i := 0
+	if o.Index != nil {
+		if int64(*o.Index) >= int64(v.choices) {
+			return v.violate("output #%d has choice index %d, the request has n=%d", n, *o.Index, v.choices)
+		}
+		i = int(*o.Index)
+	}
+	if v.choiceEnded[i] {
+		return v.violate("output #%d after the terminal output of choice %d", n, i)
+	}
+	tokens := v.choiceTokens[i] + len(o.TokenIDs)
+	if o.IsTerminal() {
+		if u := o.CompletionUsage; u != nil && u.CompletionTokens != tokens {
+			return v.violate("terminal output #%d of choice %d reports completion_tokens %d, but %d token ids were emitted for it", n, i, u.CompletionTokens, tokens)
+		}
+		if v.stoppedAtStart && o.FinishReason.Kind != FinishCancelled {
+			return v.violate("terminal output #%d of choice %d of a stopped request has finish reason %q, want %q", n, i, o.FinishReason, FinishCancelled)
+		}
+		v.choiceEnded[i] = true
+		v.ended++
+		v.terminal = v.ended == v.choices
+	}
+	v.choiceTokens[i] = tokens
+	err := v.emit(o)
+	if err != nil {
+		v.emitFailed = true
+	}
+	return err
+}
+
 func (v *streamValidator) done(genErr error) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -128,6 +195,8 @@ func (v *streamValidator) done(genErr error) error {
 	v.returned = true
 	switch {
 	case v.violation != nil:
+	case genErr == nil && !v.terminal && v.choices > 1:
+		v.violate("Generate returned nil after %d outputs with %d of %d choices ended", v.outputs, v.ended, v.choices)
 	case genErr == nil && !v.terminal:
 		v.violate("Generate returned nil after %d outputs without a terminal output", v.outputs)
 	case genErr != nil && v.terminal && !v.emitFailed:

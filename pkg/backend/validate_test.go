@@ -156,3 +156,86 @@ func TestValidateStreamDoneTwice(t *testing.T) {
 		t.Fatalf("second done = %v, want ErrContractViolation", err)
 	}
 }
+
+// TestValidateStreamChoices drives validators of n=3 requests: each
+// choice ends with its own terminal, in any order, and the stream ends
+// after the last; a second terminal for one choice, an output after all
+// choices ended, an index out of range or a choice left open is caught.
+func TestValidateStreamChoices(t *testing.T) {
+	at := func(i uint32, o *Output) *Output { o.Index = &i; return o }
+	tests := []struct {
+		name    string
+		stopped bool
+		outputs []*Output
+		want    string // substring of the violation, "" for a clean stream
+	}{
+		{name: "interleaved", outputs: []*Output{
+			at(0, Tokens(1)), at(1, Tokens(2)), at(2, Tokens(3)), at(1, EOS(4).WithUsage(5, 2)),
+			at(0, Tokens(5)), at(2, Length().WithUsage(5, 1)), at(0, Length().WithUsage(5, 2)),
+		}},
+		{name: "choice 0 without index", outputs: []*Output{
+			Tokens(1), at(1, Length(2).WithUsage(5, 1)), at(2, EOS()), Length().WithUsage(5, 1),
+		}},
+		{name: "stopped: all cancelled", stopped: true, outputs: []*Output{
+			at(0, Cancelled()), at(1, Cancelled()), at(2, Cancelled()),
+		}},
+		{name: "second terminal for a choice", outputs: []*Output{
+			at(0, EOS()), at(1, EOS()), at(1, Length()),
+		}, want: "output #3 after the terminal output of choice 1"},
+		{name: "token after its choice ended", outputs: []*Output{
+			at(2, EOS()), at(2, Tokens(9)),
+		}, want: "output #2 after the terminal output of choice 2"},
+		{name: "output after every choice ended", outputs: []*Output{
+			at(0, EOS()), at(1, EOS()), at(2, EOS()), at(0, Tokens(1)),
+		}, want: "output #4 after the terminal output of every choice"},
+		{name: "index out of range", outputs: []*Output{at(3, Tokens(1))}, want: "choice index 3, the request has n=3"},
+		{name: "a choice left open", outputs: []*Output{at(0, EOS()), at(2, EOS())}, want: "with 2 of 3 choices ended"},
+		{name: "usage counts the whole stream", outputs: []*Output{
+			at(0, Tokens(1)), at(1, Tokens(2)), at(1, EOS().WithUsage(5, 2)),
+		}, want: "choice 1 reports completion_tokens 2, but 1"},
+		{name: "stopped but length", stopped: true, outputs: []*Output{
+			at(0, Cancelled()), at(1, Length()),
+		}, want: `choice 1 of a stopped request has finish reason "length"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := runtime.NewContext(t.Context(), "req-n")
+			defer rc.Release()
+			if tc.stopped {
+				rc.Stop()
+			}
+			req := &Request{SamplingOptions: SamplingOptions{N: Ptr(3)}}
+			checked, done := ValidateStream(func(*Output) error { return nil }, ValidateStop(rc), ValidateChoices(req), ValidatePanic(false))
+			var emitErr error
+			for _, o := range tc.outputs {
+				if emitErr = checked(o); emitErr != nil {
+					break
+				}
+			}
+			err := done(emitErr)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("clean stream of 3 choices: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrContractViolation) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("done = %v, want a violation containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestValidateChoicesOfOneChoice checks that n absent or 1 keeps the
+// one-terminal stream: a second terminal is still a violation.
+func TestValidateChoicesOfOneChoice(t *testing.T) {
+	for _, n := range []*int{nil, Ptr(1)} {
+		req := &Request{SamplingOptions: SamplingOptions{N: n}}
+		checked, done := ValidateStream(func(*Output) error { return nil }, ValidateChoices(req), ValidatePanic(false))
+		_ = checked(EOS())
+		if err := checked(EOS()); !errors.Is(err, ErrContractViolation) || !strings.Contains(err.Error(), "after the terminal output") {
+			t.Errorf("n=%v: second terminal = %v, want a violation", n, err)
+		}
+		_ = done(nil)
+	}
+}

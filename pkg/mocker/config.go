@@ -7,6 +7,8 @@ import (
 	"math"
 	"net"
 	"time"
+
+	"github.com/dynamo-go/dynamo/pkg/backend"
 )
 
 // ErrInvalidConfig is wrapped by every error of Config.Validate.
@@ -59,6 +61,17 @@ type Config struct {
 	// passes the model's ordinary tokens, so the output decodes to text and
 	// never hits EOS by chance). Empty: [1000, 2000).
 	OutputTokens []uint32
+	// Script, when set, is asked once per choice of every request for a
+	// scripted answer: when it returns ok, that choice's output is
+	// exactly ids, one token per scheduler step with the engine's usual
+	// timing, cut at max_tokens (FinishLength) and otherwise ending with
+	// FinishEOS after the last id, like a model that produced EOS (EOS
+	// and stop ids in ids do not end it early). choice is 0..n-1
+	// (sampling_options.n). It is called from Generate, concurrently for
+	// concurrent requests, and must not keep req. cmd/mocker builds it
+	// from --canned-responses and the request's guided decoding (see
+	// SchemaInstance). Nil: no scripts.
+	Script func(req *backend.Request, choice int) (ids []uint32, ok bool)
 
 	// ExitAfterTokens, when > 0, calls Exit(1) once the engine has emitted
 	// that many tokens in total, over all requests. Zero: off.

@@ -39,7 +39,7 @@ type Engine struct {
 // inflightReq is a Generate call known to the engine, for Abort.
 type inflightReq struct {
 	rank *rank
-	seq  *sequence
+	seqs []*sequence // one per choice
 }
 
 var (
@@ -177,8 +177,8 @@ func (e *Engine) Cleanup(ctx context.Context) error {
 	}
 }
 
-// Abort ends the request with the given id early (it finishes with
-// FinishCancelled) and frees its blocks.
+// Abort ends the request with the given id early (each of its choices
+// finishes with FinishCancelled) and frees its blocks.
 func (e *Engine) Abort(_ context.Context, requestID string) {
 	e.mu.Lock()
 	req := e.requests[requestID]
@@ -186,8 +186,10 @@ func (e *Engine) Abort(_ context.Context, requestID string) {
 	if req == nil {
 		return
 	}
-	req.rank.remove(req.seq)
-	req.seq.out.end(backend.FinishCancelled, "")
+	for _, seq := range req.seqs {
+		req.rank.remove(seq)
+		seq.out.end(backend.FinishCancelled, "")
+	}
 }
 
 // IsQuiescent reports whether no request is being served.

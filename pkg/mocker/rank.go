@@ -81,11 +81,13 @@ func newRank(idx int, cfg *Config) *rank {
 	}
 }
 
-// submit queues a new sequence and wakes the scheduler.
-func (r *rank) submit(s *sequence) {
+// submit queues new sequences, in order, and wakes the scheduler.
+func (r *rank) submit(seqs ...*sequence) {
 	r.mu.Lock()
-	s.state = stWaiting
-	r.waiting = append(r.waiting, s)
+	for _, s := range seqs {
+		s.state = stWaiting
+		r.waiting = append(r.waiting, s)
+	}
 	r.mu.Unlock()
 	select {
 	case r.wake <- struct{}{}:
@@ -209,7 +211,14 @@ func (r *rank) compact() {
 // block first acquires a partial block (which may fail: then nothing
 // happens and appendToken returns false), a token that fills a block
 // promotes it to a full block.
+//
+// A scripted sequence whose script is used up ends (FinishEOS) instead,
+// like a model that produced EOS: an empty script yields no token.
 func (r *rank) appendToken(s *sequence) bool {
+	if s.scriptDone() {
+		r.finish(s, backend.FinishEOS)
+		return true
+	}
 	bs := r.cfg.BlockSize
 	if len(s.tokens)%bs == 0 {
 		id := r.unique()
@@ -237,6 +246,13 @@ func (r *rank) appendToken(s *sequence) bool {
 	switch {
 	case s.generated >= s.maxTokens:
 		r.finish(s, backend.FinishLength)
+	case s.scripted:
+		// A script is the output exactly: no stop ids; its end is EOS
+		// (without an extra token), which scriptDone finds next pass
+		// unless the script ended here.
+		if s.scriptDone() {
+			r.finish(s, backend.FinishEOS)
+		}
 	case s.stop.stops(tok, s.generated):
 		r.finish(s, backend.FinishEOS)
 	}

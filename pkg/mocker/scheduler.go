@@ -34,6 +34,11 @@ func (r *rank) admit() {
 	for len(r.waiting) > 0 {
 		s := r.waiting[0]
 		cached := r.cachedPrefix(s)
+		if s.lead != nil && s.lead.admitted && r.cfg.EnablePrefixCaching {
+			// The lead, admitted before it, holds (or is about to
+			// compute) the prompt's full blocks, which the choices share.
+			cached = max(cached, s.promptLen/bs*bs)
+		}
 		newTokens := len(s.tokens) - cached
 		if s.transferred {
 			cached, newTokens = s.handedCached, 0

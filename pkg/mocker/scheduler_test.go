@@ -38,7 +38,7 @@ func addSeq(t *testing.T, e *Engine, tokens []uint32, maxTokens int) *sequence {
 	t.Helper()
 	req := &backend.Request{TokenIDs: tokens}
 	req.StopConditions.MaxTokens = backend.Ptr(uint32(maxTokens))
-	n, err := e.validate(req)
+	n, _, err := e.validate(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,9 +27,20 @@ type sequence struct {
 	maxTokens int // tokens to generate in total
 	generated int
 	stop      stopSet
-	seed      int64
+	seed      int64 // the choice's seed (ChoiceSeed)
 	determ    bool
 	vocab     []uint32 // output ids to draw from; nil: [1000, 2000)
+
+	// choice is the sequence's choice index (sampling_options.n > 1);
+	// lead is choice 0's sequence for the others, nil for choice 0: a
+	// sibling admitted after its lead finds the prompt's full blocks
+	// cached (they share them).
+	choice int
+	lead   *sequence
+	// script, when scripted, is the whole output (Config.Script): token
+	// i is script[i], and the sequence ends (FinishEOS) after the last.
+	script   []uint32
+	scripted bool
 
 	// local and seqh are the local and sequence hashes of the full blocks
 	// of tokens, kept across preemption (tokens only grow).
@@ -61,8 +72,15 @@ func (s *sequence) extendHashes(bs int) {
 	}
 }
 
+// scriptDone reports whether a scripted sequence has emitted its whole
+// script: it ends like a model that produced EOS.
+func (s *sequence) scriptDone() bool { return s.scripted && s.generated >= len(s.script) }
+
 // nextToken is the token generated at the current end of the sequence.
 func (s *sequence) nextToken() uint32 {
+	if s.scripted {
+		return s.script[s.generated]
+	}
 	if s.determ {
 		return DeterministicTokenIn(s.vocab, s.seed, len(s.tokens))
 	}

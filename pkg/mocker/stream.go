@@ -20,7 +20,12 @@ type stream struct {
 	ready chan struct{} // capacity 1
 }
 
-func newStream() *stream { return &stream{ready: make(chan struct{}, 1)} }
+func newStream() *stream { return newStreamOn(make(chan struct{}, 1)) }
+
+// newStreamOn returns a stream signalling ready, a channel of capacity 1
+// that the streams of one request's choices share (their Generate call
+// waits on it for any of them).
+func newStreamOn(ready chan struct{}) *stream { return &stream{ready: ready} }
 
 func (s *stream) signal() {
 	select {

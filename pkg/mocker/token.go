@@ -37,3 +37,20 @@ func splitmix64(x uint64) uint64 {
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
 	return x ^ (x >> 31)
 }
+
+// ChoiceSeed is the seed choice choice (0..n-1) of a request with
+// sampling_options.n = n draws its tokens with, for a request with seed
+// seed: seed itself for choice 0 (so choice 0 is the answer the request
+// gets with n = 1), a mix of seed and the index for the others. A
+// Deterministic engine's token of choice i at a position is
+// DeterministicTokenIn(vocab, ChoiceSeed(seed, i), position).
+func ChoiceSeed(seed int64, choice int) int64 {
+	if choice == 0 {
+		return seed
+	}
+	return seed ^ int64(splitmix64(choiceSalt+uint64(choice)))
+}
+
+// choiceSalt separates the choice seeds from the positions they are
+// mixed with.
+const choiceSalt = 0x63686f6963650000 // "choice\x00\x00"

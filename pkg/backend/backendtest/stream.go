@@ -27,7 +27,7 @@ type stream struct {
 // records each output and passes it through backend.ValidateStream.
 func startGenerate(e backend.Engine, rc *runtime.Context, req *backend.Request) *stream {
 	s := &stream{done: make(chan struct{})}
-	checked, finish := backend.ValidateStream(func(*backend.Output) error { return nil }, backend.ValidatePanic(false))
+	checked, finish := backend.ValidateStream(func(*backend.Output) error { return nil }, backend.ValidateChoices(req), backend.ValidatePanic(false))
 	emit := func(o *backend.Output) error {
 		s.mu.Lock()
 		s.outputs = append(s.outputs, o)

@@ -72,7 +72,7 @@ func (w *server) generate(ctx context.Context, rc *runtime.Context, req *backend
 
 	var finish func(error) error
 	if w.cfg.ValidateStreams {
-		send, finish = backend.ValidateStream(send, backend.ValidateStop(rc))
+		send, finish = backend.ValidateStream(send, backend.ValidateStop(rc), backend.ValidateChoices(req))
 	}
 	err := w.engine.Generate(ctx, req, send)
 	if finish != nil {
