@@ -97,7 +97,7 @@ type streamValidator struct {
 	stoppedAtStart bool
 	requestID      string
 
-	choices        int // > 1: the request's n (ValidateChoices)
+	choices int // > 1: the request's n (ValidateChoices)
 
 	mu         sync.Mutex
 	outputs    int   // outputs seen, violating ones included
