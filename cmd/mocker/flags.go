@@ -42,6 +42,11 @@ type mockerFlags struct {
 	kvTransferBandwidth *float64
 	kvBytesPerToken     *int
 	kvCacheDType        *string
+	cannedResponses     *string
+
+	// canned are the entries of the --canned-responses file (config
+	// reads it).
+	canned []cannedEntry
 
 	// ports are the parsed bootstrap ports (config sets them): nil for
 	// none, one base port, or one port per worker.
@@ -80,6 +85,9 @@ func registerMocker(s *envflag.Set) *mockerFlags {
 		kvTransferBandwidth: floatFlag("kv-transfer-bandwidth", d.KVTransferBandwidth, "prefill workers: GB/s at which a prompt's KV cache reaches the decode worker; a prefill answers after input_tokens*kv_bytes_per_token/bandwidth (divided by --speedup-ratio) (0 = no delay)"),
 		kvBytesPerToken:     intFlag("kv-bytes-per-token", 0, "KV cache bytes per token for the transfer delay (default: num_hidden_layers*2*num_key_value_heads*head_dim*dtype bytes from the model's config.json; none when it lacks them)"),
 		kvCacheDType:        s.String("kv-cache-dtype", "auto", "KV cache element type for --kv-bytes-per-token's default: auto (the model's torch_dtype), fp8, fp8_e4m3, fp8_e5m2, float16, bfloat16, float32", envName("kv-cache-dtype")),
+		cannedResponses: s.String("canned-responses", "", "JSON file of scripted answers for testing the frontend's parsers: a list of {\"prompt_contains\": \"...\", \"text\": \"...\"} "+
+			"(or \"texts\": one per choice index, the last repeated); a request whose prompt (decoded, special tokens kept) contains prompt_contains gets the first such entry's text, "+
+			"encoded with the model's tokenizer (special tokens written in it become their ids), cut by max_tokens; requests with guided JSON or choice get an instance of the schema or the first choice", envName("canned-responses")),
 	}
 }
 
@@ -154,6 +162,12 @@ func (m *mockerFlags) config() (mocker.Config, string, error) {
 	}
 	if c.KVBytesPerToken < 0 {
 		errs = append(errs, fmt.Errorf("--kv-bytes-per-token %d must not be negative", c.KVBytesPerToken))
+	}
+	if p := *m.cannedResponses; p != "" {
+		var err error
+		if m.canned, err = loadCanned(p); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if d := *m.kvCacheDType; d != "auto" {
 		if _, err := mocker.DTypeBytes(d); err != nil {

@@ -111,7 +111,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		}
 	}()
 	wcfg.TracerProvider = tp.TracerProvider()
-	if err := fillFromModel(ctx, &mcfg, wcfg, *mf.kvCacheDType, log); err != nil {
+	if err := fillFromModel(ctx, &mcfg, wcfg, *mf.kvCacheDType, mf.canned, log); err != nil {
 		fmt.Fprintln(stderr, "mocker:", err)
 		return 1
 	}
@@ -185,8 +185,9 @@ func runWorker(ctx context.Context, rcfg runtime.Config, wcfg worker.Config, mcf
 
 // fillFromModel takes the model name, the context length and the KV
 // bytes per token (for a prefill worker's transfer delay) from the model
-// directory when the flags do not set them.
-func fillFromModel(ctx context.Context, c *mocker.Config, w worker.Config, kvCacheDType string, log *slog.Logger) error {
+// directory when the flags do not set them, and builds the script of
+// canned answers and guided decoding with the model's tokenizer.
+func fillFromModel(ctx context.Context, c *mocker.Config, w worker.Config, kvCacheDType string, canned []cannedEntry, log *slog.Logger) error {
 	dir, err := hfhub.Resolve(ctx, w.Hub, w.ModelPath)
 	if err != nil {
 		return fmt.Errorf("model %s: %w", w.ModelPath, err)
@@ -204,6 +205,9 @@ func fillFromModel(ctx context.Context, c *mocker.Config, w worker.Config, kvCac
 		return fmt.Errorf("model %s: %w", w.ModelPath, err)
 	}
 	c.OutputTokens = outputVocabulary(tok, card.GenConfig.EOSTokenIDs)
+	if c.Script, err = newScript(tok, canned, log); err != nil {
+		return err
+	}
 	if c.DisaggregationMode == mocker.ModePrefill && c.KVBytesPerToken == 0 && c.KVTransferBandwidth > 0 {
 		var err error
 		if card.ConfigJSON == nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -203,6 +204,10 @@ func TestMockerProcessesRegisterDrainAndExpire(t *testing.T) {
 }
 
 func TestBadFlagsExitTwoWithAReason(t *testing.T) {
+	badCanned := filepath.Join(t.TempDir(), "canned.json")
+	if err := writeFile(badCanned, `[{"prompt_contains": "", "text": "hi"}]`); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -214,6 +219,8 @@ func TestBadFlagsExitTwoWithAReason(t *testing.T) {
 		{[]string{"--model-path", "../../models/demo", "--endpoint", "dyn://Bad.Name"}, "endpoint"},
 		{[]string{"--model-path", "../../models/demo", "--bootstrap-ports", "0"}, "--bootstrap-ports needs --disaggregation-mode prefill"},
 		{[]string{"--model-path", "../../models/demo", "--is-prefill-worker", "--is-decode-worker"}, "exclude each other"},
+		{[]string{"--model-path", "../../models/demo", "--canned-responses", "no-such-file.json"}, "--canned-responses: open no-such-file.json"},
+		{[]string{"--model-path", "../../models/demo", "--canned-responses", badCanned}, "prompt_contains is empty"},
 	} {
 		cmd := mockerCmd([]string{"DYN_DISCOVERY_BACKEND=mem"}, tc.args...)
 		var stderr bytes.Buffer
@@ -238,7 +245,7 @@ func TestHelpListsFlagsWithDefaults(t *testing.T) {
 		"-max-num-batched-tokens", "-enable-prefix-caching", "-no-enable-chunked-prefill", "-watermark", "-speedup-ratio",
 		"-data-parallel-size", "-startup-time", "-context-length", "-extra-engine-args", "-disaggregation-mode",
 		"-num-workers", "-deterministic", "-migration-limit", "-model-path", "-model-name", "-endpoint",
-		"-discovery-backend", "-request-plane", "-bootstrap-ports", "-kv-transfer-bandwidth", "(default 64)", "-kv-bytes-per-token", "-kv-cache-dtype", "-is-prefill-worker", "ETCD_ENDPOINTS", "DYN_MOCKER_",
+		"-discovery-backend", "-request-plane", "-bootstrap-ports", "-kv-transfer-bandwidth", "(default 64)", "-kv-bytes-per-token", "-kv-cache-dtype", "-canned-responses", "-is-prefill-worker", "ETCD_ENDPOINTS", "DYN_MOCKER_",
 		"DYN_HEALTH_CHECK_ENABLED", "DYN_CANARY_WAIT_TIME", "DYN_HEALTH_CHECK_REQUEST_TIMEOUT", "DYN_HEALTH_CHECK_PAYLOAD"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("--help lacks %q", want)

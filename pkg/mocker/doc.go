@@ -17,7 +17,20 @@
 // A request that asks for logprobs (output_options.logprobs = k) gets, on
 // every token, its logprob and its k most likely alternatives headed by
 // it: a valid distribution, a pure function of the seed and the position
-// (logprobs.go). Fault injection (Config.ExitAfterTokens, DropAfterTokens,
+// (logprobs.go).
+//
+// A request with sampling_options.n = k > 1 (at most MaxChoices) runs k
+// sequences of its prompt, each scheduled, preempted and counted against
+// MaxNumSeqs like a request of its own while they share the prompt's full
+// blocks; every output carries its choice's Index and each choice ends
+// with its own terminal output and usage. Choice i draws its tokens with
+// ChoiceSeed(seed, i), and choice 0 is the n = 1 answer.
+//
+// Config.Script scripts answers: a choice it answers emits exactly the
+// given ids, with the usual timing (cmd/mocker's --canned-responses, and
+// the guided decoding a request asks for: SchemaInstance, GuidedText).
+//
+// Fault injection (Config.ExitAfterTokens, DropAfterTokens,
 // StallAfterTokens) simulates crashing, disconnecting and hanging workers.
 //
 // # Disaggregated serving
