@@ -25,6 +25,7 @@ func (s *Service) routes(metrics http.Handler) http.Handler {
 	}
 	r.Post("/v1/chat/completions", s.handleChat)
 	r.Post("/v1/completions", s.handleCompletions)
+	r.Post("/v1/responses", s.handleResponses)
 	r.Get("/v1/models", s.handleModels)
 	r.Get("/v1/models/*", s.handleModel)
 	r.Get("/health", s.handleHealth)
