@@ -166,7 +166,7 @@ func (r *ResponsesRequest) ToChat() (*ChatCompletionRequest, error) {
 	if chat.Tools, err = chatTools(r.Tools); err != nil {
 		return nil, err
 	}
-	if chat.ToolChoice, err = chatToolChoice(r.ToolChoice); err != nil {
+	if chat.ToolChoiceRaw, err = chatToolChoice(r.ToolChoice); err != nil {
 		return nil, err
 	}
 	if chat.ResponseFormat, err = chatResponseFormat(r.Text); err != nil {

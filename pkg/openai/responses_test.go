@@ -70,7 +70,6 @@ func TestDecodeResponsesItems(t *testing.T) {
 	"tools":[{"type":"function","name":"weather","description":"Weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}}},"strict":true}],
 	"tool_choice":{"type":"function","name":"weather"},
 	"parallel_tool_calls":false,
-	"text":{"format":{"type":"json_schema","name":"answer","schema":{"type":"object"}}},
 	"metadata":{"k":"v"},"store":true,"user":"u1","truncation":"disabled","reasoning":{"effort":"low"}}`
 	_, chat := decodeResponses(t, body)
 	want := []plainMessage{
@@ -98,7 +97,6 @@ func TestDecodeResponsesItems(t *testing.T) {
 	for _, s := range []string{
 		`"tool_choice":{"type":"function","function":{"name":"weather"}}`,
 		`"parallel_tool_calls":false`,
-		`"response_format":{"type":"json_schema","json_schema":{"name":"answer","schema":{"type":"object"}}}`,
 		`"stream":true`, `"user":"u1"`,
 		`"tools":[{"type":"function","function":{"name":"weather"`,
 	} {
@@ -124,11 +122,24 @@ func TestDecodeResponsesLoneFunctionCall(t *testing.T) {
 	}
 }
 
+// text.format becomes the chat request's response_format (a named tool
+// choice, which constrains the output too, cannot go with it).
+func TestDecodeResponsesTextFormat(t *testing.T) {
+	_, chat := decodeResponses(t, `{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"answer","schema":{"type":"object"}}}}`)
+	b, err := json.Marshal(chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"response_format":{"type":"json_schema","json_schema":{"name":"answer","schema":{"type":"object"}}}`; !strings.Contains(string(b), want) {
+		t.Errorf("chat request %s\nlacks %s", b, want)
+	}
+}
+
 func TestDecodeResponsesToolChoiceModes(t *testing.T) {
 	for _, mode := range []string{"none", "auto", "required"} {
-		_, chat := decodeResponses(t, `{"model":"m","input":"x","tool_choice":"`+mode+`"}`)
-		if string(chat.ToolChoice) != `"`+mode+`"` {
-			t.Errorf("tool_choice %s became %s", mode, chat.ToolChoice)
+		_, chat := decodeResponses(t, `{"model":"m","input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":"`+mode+`"}`)
+		if string(chat.ToolChoiceRaw) != `"`+mode+`"` {
+			t.Errorf("tool_choice %s became %s", mode, chat.ToolChoiceRaw)
 		}
 	}
 }
