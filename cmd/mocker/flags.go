@@ -46,7 +46,8 @@ type mockerFlags struct {
 
 	// canned are the entries of the --canned-responses file (config
 	// reads it).
-	canned []cannedEntry
+	canned       []cannedEntry
+	embeddingDim *int
 
 	// ports are the parsed bootstrap ports (config sets them): nil for
 	// none, one base port, or one port per worker.
@@ -88,6 +89,7 @@ func registerMocker(s *envflag.Set) *mockerFlags {
 		cannedResponses: s.String("canned-responses", "", "JSON file of scripted answers for testing the frontend's parsers: a list of {\"prompt_contains\": \"...\", \"text\": \"...\"} "+
 			"(or \"texts\": one per choice index, the last repeated); a request whose prompt (decoded, special tokens kept) contains prompt_contains gets the first such entry's text, "+
 			"encoded with the model's tokenizer (special tokens written in it become their ids), cut by max_tokens; requests with guided JSON or choice get an instance of the schema or the first choice", envName("canned-responses")),
+		embeddingDim: intFlag("embedding-dim", 0, "serve an embedding model instead of a chat and completions one: /v1/embeddings answers with deterministic unit vectors of this many dimensions (0 = off)"),
 	}
 }
 
@@ -139,6 +141,7 @@ func (m *mockerFlags) config() (mocker.Config, string, error) {
 	c.StallAfterTokens = *m.stallAfter
 	c.KVTransferBandwidth = *m.kvTransferBandwidth
 	c.KVBytesPerToken = *m.kvBytesPerToken
+	c.EmbeddingDim = *m.embeddingDim
 	errs := []error{m.set.Err()}
 	if *m.numWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--num-workers %d: want at least 1", *m.numWorkers))
@@ -168,6 +171,9 @@ func (m *mockerFlags) config() (mocker.Config, string, error) {
 		if m.canned, err = loadCanned(p); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.EmbeddingDim < 0 {
+		errs = append(errs, fmt.Errorf("--embedding-dim %d: want a number of dimensions, or 0 for none", c.EmbeddingDim))
 	}
 	if d := *m.kvCacheDType; d != "auto" {
 		if _, err := mocker.DTypeBytes(d); err != nil {

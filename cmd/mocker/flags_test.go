@@ -57,3 +57,17 @@ func TestEngineArgsFileRejectsUnknownKeys(t *testing.T) {
 }
 
 func writeFile(path, contents string) error { return os.WriteFile(path, []byte(contents), 0o600) }
+
+func TestEmbeddingDimFlag(t *testing.T) {
+	m, err := parseMocker(t, map[string]string{"DYN_MOCKER_EMBEDDING_DIM": "256"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _, err := m.config(); err != nil || c.EmbeddingDim != 256 {
+		t.Errorf("DYN_MOCKER_EMBEDDING_DIM=256: embedding dim %d, %v", c.EmbeddingDim, err)
+	}
+	m, _ = parseMocker(t, nil)
+	if c, _, _ := m.config(); c.EmbeddingDim != 0 {
+		t.Errorf("default embedding dim %d, want 0 (off)", c.EmbeddingDim)
+	}
+}

@@ -79,6 +79,13 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		wf.SetMode(&wcfg, mode)
 	}
 	mcfg.DisaggregationMode = wcfg.DisaggregationMode
+	if mcfg.EmbeddingDim > 0 {
+		if m := wcfg.DisaggregationMode; m == worker.ModePrefill || m == worker.ModeDecode {
+			fmt.Fprintf(stderr, "mocker: --embedding-dim serves an embedding model, which is not disaggregated (this worker is %s)\n", wcfg.DisaggregationMode)
+			return 2
+		}
+		wcfg.ModelTypes = []string{"embedding"}
+	}
 	if _, listens := mf.bootstrapPort(0); listens && wcfg.DisaggregationMode != worker.ModePrefill {
 		fmt.Fprintf(stderr, "mocker: --bootstrap-ports needs --disaggregation-mode prefill (this worker is %s)\n", wcfg.DisaggregationMode)
 		return 2

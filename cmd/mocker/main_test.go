@@ -221,6 +221,8 @@ func TestBadFlagsExitTwoWithAReason(t *testing.T) {
 		{[]string{"--model-path", "../../models/demo", "--is-prefill-worker", "--is-decode-worker"}, "exclude each other"},
 		{[]string{"--model-path", "../../models/demo", "--canned-responses", "no-such-file.json"}, "--canned-responses: open no-such-file.json"},
 		{[]string{"--model-path", "../../models/demo", "--canned-responses", badCanned}, "prompt_contains is empty"},
+		{[]string{"--model-path", "../../models/demo", "--embedding-dim", "-1"}, "--embedding-dim -1"},
+		{[]string{"--model-path", "../../models/demo", "--embedding-dim", "8", "--is-prefill-worker"}, "not disaggregated"},
 	} {
 		cmd := mockerCmd([]string{"DYN_DISCOVERY_BACKEND=mem"}, tc.args...)
 		var stderr bytes.Buffer
@@ -245,7 +247,7 @@ func TestHelpListsFlagsWithDefaults(t *testing.T) {
 		"-max-num-batched-tokens", "-enable-prefix-caching", "-no-enable-chunked-prefill", "-watermark", "-speedup-ratio",
 		"-data-parallel-size", "-startup-time", "-context-length", "-extra-engine-args", "-disaggregation-mode",
 		"-num-workers", "-deterministic", "-migration-limit", "-model-path", "-model-name", "-endpoint",
-		"-discovery-backend", "-request-plane", "-bootstrap-ports", "-kv-transfer-bandwidth", "(default 64)", "-kv-bytes-per-token", "-kv-cache-dtype", "-canned-responses", "-is-prefill-worker", "ETCD_ENDPOINTS", "DYN_MOCKER_",
+		"-discovery-backend", "-request-plane", "-bootstrap-ports", "-kv-transfer-bandwidth", "(default 64)", "-kv-bytes-per-token", "-kv-cache-dtype", "-embedding-dim", "-canned-responses", "-is-prefill-worker", "ETCD_ENDPOINTS", "DYN_MOCKER_",
 		"DYN_HEALTH_CHECK_ENABLED", "DYN_CANARY_WAIT_TIME", "DYN_HEALTH_CHECK_REQUEST_TIMEOUT", "DYN_HEALTH_CHECK_PAYLOAD"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("--help lacks %q", want)

@@ -24,6 +24,9 @@ type Output struct {
 	DisaggregatedParams json.RawMessage `json:"disaggregated_params,omitempty"`
 	ExtraArgs           json.RawMessage `json:"extra_args,omitempty"`
 	CompletionUsage     *Usage          `json:"completion_usage,omitempty"`
+	// Embedding is the answer to an embedding request (Request.Embedding),
+	// on its one terminal output.
+	Embedding []float64 `json:"embedding,omitempty"`
 	// WorkerTraceLink names the worker's engine span; the worker sets it
 	// on a stream's first output, so that a later attempt of the request
 	// (a migration) or its decode half can link to it.

@@ -18,6 +18,8 @@ func TestOutputJSONFastPathMatchesEncodingJSON(t *testing.T) {
 		backend.Failed("boom"),
 		{TokenIDs: []uint32{7}, Index: backend.Ptr(uint32(1))},
 		{TokenIDs: []uint32{7}, LogProbs: []float64{-0.5}},
+		backend.Stop().WithUsage(2, 0),
+		{TokenIDs: []uint32{}, Embedding: []float64{0.6, -0.8}},
 	}
 	for _, o := range outs {
 		got, err := backend.AppendOutputJSON(nil, o)

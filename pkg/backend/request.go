@@ -26,6 +26,13 @@ type Request struct {
 	BootstrapInfo        *BootstrapInfo  `json:"bootstrap_info,omitempty"`
 	ExtraArgs            json.RawMessage `json:"extra_args,omitempty"`
 	MultiModalData       json.RawMessage `json:"multi_modal_data,omitempty"`
+	// Embedding, when set, asks for the embedding of TokenIDs (one input)
+	// instead of a generation: the engine answers with one terminal
+	// output carrying Output.Embedding, finish reason stop and usage
+	// (prompt tokens = total tokens = len(TokenIDs)). An engine that
+	// cannot embed, or cannot give the dimensions asked for, returns an
+	// error wrapping ErrInvalidArgument.
+	Embedding *EmbeddingOptions `json:"embedding,omitempty"`
 	// MigrationLink names the engine span of the attempt this request
 	// continues (the migration stage sets it from that attempt's
 	// WorkerTraceLink); the worker's engine span links to it.
@@ -42,6 +49,13 @@ type Request struct {
 	// tell it from real traffic (in its metrics, say). Frontends never
 	// set it.
 	HealthCheck bool `json:"_HEALTH_CHECK,omitempty"`
+}
+
+// EmbeddingOptions shape an embedding request (Request.Embedding).
+type EmbeddingOptions struct {
+	// Dimensions asks for an embedding of this many dimensions (at most
+	// the model's); nil means the model's own.
+	Dimensions *int `json:"dimensions,omitempty"`
 }
 
 // StopConditions say when generation ends.

@@ -1,6 +1,6 @@
 // Package frontend is the OpenAI-compatible HTTP layer: chi routes for
-// /v1/chat/completions, /v1/completions and /v1/models (SSE streaming and
-// unary), /health, /live, /metrics and /busy_threshold; access control
+// /v1/chat/completions, /v1/completions (SSE streaming and unary),
+// /v1/embeddings, /v1/models, /health, /live, /metrics and /busy_threshold; access control
 // (optional API keys, auth.go; CORS, cors.go); request decoding and the
 // request context; the mapping of every error to one HTTP status
 // and OpenAI error body (classify; only the 401 of a missing or wrong key

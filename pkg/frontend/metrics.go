@@ -15,6 +15,7 @@ import (
 const (
 	EndpointChat        = "chat_completions"
 	EndpointCompletions = "completions"
+	EndpointEmbeddings  = "embeddings"
 )
 
 // Values of the error_type label (spec §6.1). A successful request has
@@ -324,8 +325,9 @@ type Guard struct {
 // Start begins the accounting of one request: requests_started_total +1,
 // inflight_requests, active_requests and queued_requests +1, and the
 // duration timer starts. model is the canonical model name or UnknownModel
-// ("" counts as UnknownModel); endpoint is EndpointChat or
-// EndpointCompletions; stream selects request_type "stream" or "unary".
+// ("" counts as UnknownModel); endpoint is EndpointChat,
+// EndpointCompletions or EndpointEmbeddings; stream selects request_type
+// "stream" or "unary".
 func (m *Metrics) Start(model, endpoint string, stream bool) *Guard {
 	if m == nil {
 		return nil

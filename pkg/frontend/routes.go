@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/openai"
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
@@ -26,6 +27,7 @@ func (s *Service) routes(metrics http.Handler) http.Handler {
 	r.Post("/v1/chat/completions", s.handleChat)
 	r.Post("/v1/completions", s.handleCompletions)
 	r.Post("/v1/responses", s.handleResponses)
+	r.Post("/v1/embeddings", s.handleEmbeddings)
 	r.Get("/v1/models", s.handleModels)
 	r.Get("/v1/models/*", s.handleModel)
 	r.Get("/health", s.handleHealth)
@@ -108,8 +110,12 @@ func (s *Service) handleHealth(w http.ResponseWriter, _ *http.Request) {
 	disc := s.models.Discovery()
 	body := healthBody{Status: "healthy", Message: "Service is healthy", Endpoints: []string{}, Instances: []any{}, InitialDiscoveryComplete: &synced, Discovery: &disc}
 	ready := false
+	var serves modelcard.ModelType // of the ready models
 	for _, m := range s.models.Models() {
-		ready = ready || m.Ready()
+		if m.Ready() {
+			ready = true
+			serves |= m.Card().ModelType
+		}
 		mode, fallback, ok := m.KVRouting()
 		if !ok {
 			continue
@@ -122,8 +128,16 @@ func (s *Service) handleHealth(w http.ResponseWriter, _ *http.Request) {
 		}
 		body.KVRouting[m.Name()] = mode
 	}
+	for _, e := range []struct {
+		t    modelcard.ModelType
+		path string
+	}{{modelcard.ModelChat, "/v1/chat/completions"}, {modelcard.ModelCompletions, "/v1/completions"}, {modelcard.ModelEmbedding, "/v1/embeddings"}} {
+		if serves.Has(e.t) {
+			body.Endpoints = append(body.Endpoints, e.path)
+		}
+	}
 	if ready {
-		body.Endpoints = append(body.Endpoints, "/v1/chat/completions", "/v1/completions", "/v1/models")
+		body.Endpoints = append(body.Endpoints, "/v1/models")
 	}
 	for _, in := range s.models.Instances() {
 		body.Instances = append(body.Instances, in)

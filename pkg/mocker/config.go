@@ -108,6 +108,13 @@ type Config struct {
 	// KVBytesPerToken). Zero: unknown, no transfer delay.
 	KVBytesPerToken int
 
+	// EmbeddingDim, when > 0, makes the engine an embedding model too:
+	// it answers embedding requests (backend.Request.Embedding) with
+	// DeterministicEmbedding vectors of this many dimensions, or fewer
+	// when the request asks (embed.go). Zero: embedding requests are
+	// refused.
+	EmbeddingDim int
+
 	// Logger receives the engine's few log lines. Zero: discarded.
 	Logger *slog.Logger
 }
@@ -221,6 +228,9 @@ func (c Config) Validate() error {
 	}
 	if c.KVBytesPerToken < 0 {
 		bad("kv_bytes_per_token must not be negative, got %d", c.KVBytesPerToken)
+	}
+	if c.EmbeddingDim < 0 {
+		bad("embedding dimension must not be negative, got %d", c.EmbeddingDim)
 	}
 	return errors.Join(errs...)
 }

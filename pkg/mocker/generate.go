@@ -30,6 +30,8 @@ const exitCode = 1
 // With Config.Script, a choice the script answers emits exactly its ids
 // (see Config.Script).
 //
+// An embedding request (req.Embedding) gets one output: see embed.
+//
 // A prefill engine generates one token and answers with a single output
 // (see prefillAnswer), whatever n is; a decode engine takes a handed-over
 // prompt's KV cache as transferred (see handedOver). Package doc:
@@ -37,6 +39,9 @@ const exitCode = 1
 func (e *Engine) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
+	}
+	if req.Embedding != nil {
+		return e.embed(ctx, req, emit)
 	}
 	maxTokens, n, err := e.validate(req)
 	if err != nil {

@@ -56,7 +56,7 @@ func (m *Model) Name() string { return m.name }
 func (m *Model) Card() *modelcard.Card { return m.card }
 
 // Serves reports whether the model serves requests of type t (chat,
-// completions).
+// completions, embedding).
 func (m *Model) Serves(t modelcard.ModelType) bool { return m.card.ModelType.Has(t) }
 
 // Preprocessor returns the model's preprocessor: templates, tokenizer and

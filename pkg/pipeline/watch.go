@@ -211,7 +211,7 @@ func (r *Registry) decodeCard(key string, value []byte) (*modelcard.Record, *mod
 		r.log.Warn("pipeline: ignoring a model card that does not verify", "key", key, "err", err)
 		return nil, nil, false
 	}
-	if !card.ModelType.Has(modelcard.ModelChat) && !card.ModelType.Has(modelcard.ModelCompletions) && !card.ModelType.Has(modelcard.ModelPrefill) {
+	if card.ModelType&(modelcard.ModelChat|modelcard.ModelCompletions|modelcard.ModelEmbedding|modelcard.ModelPrefill) == 0 {
 		r.log.Info("pipeline: ignoring a model this frontend cannot serve", "model", card.DisplayName, "model_type", card.ModelType)
 		return nil, nil, false
 	}

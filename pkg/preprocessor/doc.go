@@ -20,6 +20,11 @@
 // produced it. ChatUnary and CompleteUnary, or ChatAccumulator and
 // CompletionAccumulator, fold the chunks into unary responses.
 //
-// A Model is safe for concurrent use; it owns no goroutines (Complete runs
-// a batch of prompts concurrently and waits for them).
+// Embeddings: Model.Embed tokenizes each input (no chat template), sends
+// one engine request per input with backend.Request.Embedding set through
+// the next stage, at most EmbedConcurrency at a time, and returns the
+// embeddings in input order.
+//
+// A Model is safe for concurrent use; it owns no goroutines (Complete and
+// Embed run a batch concurrently and wait for it).
 package preprocessor

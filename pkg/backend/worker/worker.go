@@ -35,9 +35,10 @@ type Config struct {
 	ModelName string
 	// Aliases are further names clients may use.
 	Aliases []string
-	// ModelTypes the frontend serves the model as (default chat and
-	// completions). A prefill worker's card has model type Prefill
-	// instead, whatever this says.
+	// ModelTypes the frontend serves the model as: "chat",
+	// "completions", "embedding" (default chat and completions). A
+	// prefill worker's card has model type Prefill instead, whatever
+	// this says.
 	ModelTypes []string
 	// MigrationLimit is published on the card: how many times a frontend
 	// may re-issue a broken stream of this model on another worker.
@@ -126,8 +127,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("worker: migration limit %d must not be negative", c.MigrationLimit)
 	}
 	for _, t := range c.ModelTypes {
-		if t != "chat" && t != "completions" {
-			return fmt.Errorf("worker: model type %q: want chat or completions", t)
+		if t != "chat" && t != "completions" && t != "embedding" {
+			return fmt.Errorf("worker: model type %q: want chat, completions or embedding", t)
 		}
 	}
 	if c.Canary.WaitTime < 0 || c.Canary.RequestTimeout < 0 {
