@@ -28,8 +28,8 @@ const (
 
 // deepseekBlock returns the body function for a block whose calls are read
 // by call.
-func deepseekBlock(call func(name, rest string) (Call, bool)) func(string, toolSet) ([]Call, bool) {
-	return func(body string, _ toolSet) ([]Call, bool) {
+func deepseekBlock(call func(name, rest string) (Call, bool)) func(string) ([]Call, bool) {
+	return func(body string) ([]Call, bool) {
 		var calls []Call
 		for {
 			i := strings.Index(body, dsCallBegin)

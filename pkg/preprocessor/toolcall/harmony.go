@@ -49,10 +49,11 @@ const (
 )
 
 type harmonyScanner struct {
-	inBody bool
-	kind   bodyKind
-	name   string // the function of a bodyCall message
-	header string // the raw header with <|message|>, for bodyCall and bodyOther
+	inBody   bool
+	searched int // a held body's first searched bytes hold no terminator
+	kind     bodyKind
+	name     string // the function of a bodyCall message
+	header   string // the raw header with <|message|>, for bodyCall and bodyOther
 }
 
 func newHarmony(toolSet) scanner { return &harmonyScanner{} }
@@ -115,11 +116,16 @@ func headerWord(s string) string {
 }
 
 func (s *harmonyScanner) body(buf string, atEnd bool) (int, string, []Call) {
-	at, tok := firstOf(buf, harmonyBodyEnds)
+	from := max(0, s.searched-longest(harmonyBodyEnds)+1)
+	at, tok := firstOf(buf[from:], harmonyBodyEnds)
+	if at >= 0 {
+		at += from
+	}
 	if at < 0 {
 		switch {
 		case s.kind == bodyCall || s.kind == bodyOther:
 			if !atEnd {
+				s.searched = len(buf)
 				return 0, "", nil
 			}
 			at = len(buf)
@@ -143,7 +149,7 @@ func (s *harmonyScanner) body(buf string, atEnd bool) (int, string, []Call) {
 	if harmonyEndTokens[tok] {
 		n += len(tok)
 	}
-	s.inBody = false
+	s.inBody, s.searched = false, 0
 	body := buf[:at]
 	switch s.kind {
 	case bodyDrop:

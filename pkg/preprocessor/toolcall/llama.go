@@ -12,8 +12,8 @@ package toolcall
 const llamaTag = "<|python_tag|>"
 
 func llamaTagRule() rule {
-	return rule{open: llamaTag, region: func(buf string, atEnd bool, _ toolSet) (int, []Call, bool) {
-		end, objs, st := jsonObjects(buf, len(llamaTag), atEnd)
+	return rule{open: llamaTag, region: func(buf string, atEnd bool, cx *scanCtx) (int, []Call, bool) {
+		end, objs, st := jsonObjects(cx, buf, len(llamaTag), atEnd)
 		switch st {
 		case scanMore:
 			return 0, nil, false
@@ -26,7 +26,7 @@ func llamaTagRule() rule {
 }
 
 // llamaLead takes plain JSON calls at the start of the output.
-func llamaLead(buf string, atEnd bool, tools toolSet) (int, []Call, bool, leadVerdict) {
+func llamaLead(buf string, atEnd bool, cx *scanCtx) (int, []Call, bool, leadVerdict) {
 	i := skipSpace(buf, 0)
 	if i == len(buf) {
 		if atEnd {
@@ -37,7 +37,7 @@ func llamaLead(buf string, atEnd bool, tools toolSet) (int, []Call, bool, leadVe
 	if buf[i] != '{' {
 		return 0, nil, false, leadNone
 	}
-	end, objs, st := jsonObjects(buf, i, atEnd)
+	end, objs, st := jsonObjects(cx, buf, i, atEnd)
 	switch st {
 	case scanMore:
 		return 0, nil, false, leadMore
@@ -45,7 +45,7 @@ func llamaLead(buf string, atEnd bool, tools toolSet) (int, []Call, bool, leadVe
 		return 0, nil, false, leadNone
 	}
 	calls, ok := callsFromObjects(objs)
-	if !ok || !tools.allows(calls) {
+	if !ok || !cx.tools.allows(calls) {
 		return end, nil, false, leadFound
 	}
 	return end, calls, true, leadFound

@@ -8,7 +8,7 @@ type rule struct {
 	// region is called with buf starting with open. It returns the length
 	// of the region and its calls; n == 0 asks for more text, and ok ==
 	// false makes buf[:n] content.
-	region func(buf string, atEnd bool, tools toolSet) (n int, calls []Call, ok bool)
+	region func(buf string, atEnd bool, cx *scanCtx) (n int, calls []Call, ok bool)
 }
 
 // leadVerdict is what a lead function decides about the start of an output.
@@ -22,24 +22,32 @@ const (
 
 // leadFunc recognises a call that has no marker and is only taken at the
 // very start of an output (llama3_json's plain JSON, a pythonic list).
-type leadFunc func(buf string, atEnd bool, tools toolSet) (n int, calls []Call, ok bool, v leadVerdict)
+type leadFunc func(buf string, atEnd bool, cx *scanCtx) (n int, calls []Call, ok bool, v leadVerdict)
 
 // markedScanner finds call regions that start with fixed markers, and
 // optionally one unmarked call at the start of the output.
 type markedScanner struct {
 	rules   []rule
 	lead    leadFunc
-	tools   toolSet
+	cx      *scanCtx
 	started bool // the start of the output has been decided
 }
 
 func newMarked(tools toolSet, lead leadFunc, rules ...rule) *markedScanner {
-	return &markedScanner{rules: rules, lead: lead, tools: tools, started: lead == nil}
+	return &markedScanner{rules: rules, lead: lead, cx: newScanCtx(tools), started: lead == nil}
 }
 
 func (s *markedScanner) next(buf string, atEnd bool) (int, string, []Call) {
+	n, content, calls := s.decide(buf, atEnd)
+	if n > 0 {
+		s.cx.reset()
+	}
+	return n, content, calls
+}
+
+func (s *markedScanner) decide(buf string, atEnd bool) (int, string, []Call) {
 	if !s.started {
-		n, calls, ok, v := s.lead(buf, atEnd, s.tools)
+		n, calls, ok, v := s.lead(buf, atEnd, s.cx)
 		switch v {
 		case leadMore:
 			return 0, "", nil
@@ -69,7 +77,7 @@ func (s *markedScanner) next(buf string, atEnd bool) (int, string, []Call) {
 	if at > 0 {
 		return at, buf[:at], nil
 	}
-	n, calls, ok := r.region(buf, atEnd, s.tools)
+	n, calls, ok := r.region(buf, atEnd, s.cx)
 	switch {
 	case n == 0:
 		return 0, "", nil
@@ -90,11 +98,7 @@ func (s *markedScanner) opens() []string {
 // partialMarker returns the start of the longest suffix of buf that is a
 // proper, non-empty prefix of one of markers, or -1.
 func partialMarker(buf string, markers []string) int {
-	longest := 0
-	for _, m := range markers {
-		longest = max(longest, len(m))
-	}
-	for i := max(0, len(buf)-longest+1); i < len(buf); i++ {
+	for i := max(0, len(buf)-longest(markers)+1); i < len(buf); i++ {
 		for _, m := range markers {
 			if len(buf)-i < len(m) && strings.HasPrefix(m, buf[i:]) {
 				return i
@@ -102,6 +106,15 @@ func partialMarker(buf string, markers []string) int {
 		}
 	}
 	return -1
+}
+
+// longest returns the length of the longest of markers.
+func longest(markers []string) int {
+	n := 0
+	for _, m := range markers {
+		n = max(n, len(m))
+	}
+	return n
 }
 
 // firstOf returns the earliest occurrence in s of any of tokens, and which.
@@ -117,15 +130,14 @@ func firstOf(s string, tokens []string) (int, string) {
 
 // enclosed returns a region function for calls written between open and
 // close; body turns the text between them into calls.
-func enclosed(open, close string, body func(string, toolSet) ([]Call, bool)) func(string, bool, toolSet) (int, []Call, bool) {
-	return func(buf string, _ bool, tools toolSet) (int, []Call, bool) {
-		end := strings.Index(buf[len(open):], close)
+func enclosed(open, close string, body func(string) ([]Call, bool)) func(string, bool, *scanCtx) (int, []Call, bool) {
+	return func(buf string, _ bool, cx *scanCtx) (int, []Call, bool) {
+		end := cx.index(buf, len(open), close)
 		if end < 0 {
 			return 0, nil, false
 		}
-		n := len(open) + end + len(close)
-		calls, ok := body(buf[len(open):len(open)+end], tools)
-		return n, calls, ok
+		calls, ok := body(buf[len(open):end])
+		return end + len(close), calls, ok
 	}
 }
 
@@ -133,17 +145,17 @@ func enclosed(open, close string, body func(string, toolSet) ([]Call, bool)) fun
 // open and close. The value is scanned first, so a close marker inside a
 // JSON string does not end the region early; a body that is not a single
 // JSON value ends at the first close marker and is content.
-func jsonEnclosed(open, close string, decode func(value string) ([]Call, bool)) func(string, bool, toolSet) (int, []Call, bool) {
-	fallback := enclosed(open, close, func(string, toolSet) ([]Call, bool) { return nil, false })
-	return func(buf string, atEnd bool, tools toolSet) (int, []Call, bool) {
+func jsonEnclosed(open, close string, decode func(value string) ([]Call, bool)) func(string, bool, *scanCtx) (int, []Call, bool) {
+	fallback := enclosed(open, close, func(string) ([]Call, bool) { return nil, false })
+	return func(buf string, atEnd bool, cx *scanCtx) (int, []Call, bool) {
 		i := skipSpace(buf, len(open))
 		if i == len(buf) {
 			return 0, nil, false
 		}
 		if c := buf[i]; c != '{' && c != '[' {
-			return fallback(buf, atEnd, tools)
+			return fallback(buf, atEnd, cx)
 		}
-		n := valueEnd(buf[i:], `"`)
+		n := cx.valueEnd(buf, i, `"`)
 		if n == 0 {
 			return 0, nil, false
 		}
@@ -155,7 +167,7 @@ func jsonEnclosed(open, close string, decode func(value string) ([]Call, bool)) 
 		case len(rest) < len(close) && strings.HasPrefix(close, rest):
 			return 0, nil, false
 		}
-		return fallback(buf, atEnd, tools)
+		return fallback(buf, atEnd, cx)
 	}
 }
 

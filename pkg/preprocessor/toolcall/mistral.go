@@ -17,7 +17,7 @@ const (
 	mistralArgs  = "[ARGS]"
 )
 
-func mistralRegion(buf string, atEnd bool, _ toolSet) (int, []Call, bool) {
+func mistralRegion(buf string, atEnd bool, cx *scanCtx) (int, []Call, bool) {
 	bad := func() (int, []Call, bool) { return len(mistralOpen), nil, false }
 	i := skipSpace(buf, len(mistralOpen))
 	if i == len(buf) {
@@ -51,7 +51,7 @@ func mistralRegion(buf string, atEnd bool, _ toolSet) (int, []Call, bool) {
 			return bad()
 		}
 	}
-	n := valueEnd(buf[i:], `"`)
+	n := cx.valueEnd(buf, i, `"`)
 	if n == 0 {
 		if atEnd {
 			return bad()
@@ -95,7 +95,7 @@ func newMistral(tools toolSet) scanner {
 // "functools" not followed by an array is ordinary text.
 const phi4Open = "functools"
 
-func phi4Region(buf string, atEnd bool, _ toolSet) (int, []Call, bool) {
+func phi4Region(buf string, atEnd bool, cx *scanCtx) (int, []Call, bool) {
 	i := skipSpace(buf, len(phi4Open))
 	if i == len(buf) && !atEnd {
 		return 0, nil, false
@@ -103,7 +103,7 @@ func phi4Region(buf string, atEnd bool, _ toolSet) (int, []Call, bool) {
 	if i == len(buf) || buf[i] != '[' {
 		return len(phi4Open), nil, false
 	}
-	n := valueEnd(buf[i:], `"`)
+	n := cx.valueEnd(buf, i, `"`)
 	if n == 0 {
 		if atEnd {
 			return len(phi4Open), nil, false

@@ -43,15 +43,19 @@ func (p *Parser) Parse(text string, tools []string) (content string, calls []Cal
 // never ends in the middle of a UTF-8 sequence before Finish. A Stream is
 // not safe for concurrent use and must not be used after Finish.
 type Stream struct {
-	scan  scanner
-	buf   string // text not yet decided
-	carry string // decided content ending in an incomplete UTF-8 sequence
+	scan scanner
+	// The text not yet decided is pending.String()[off:]. A Builder grows
+	// without copying what it holds, so a long held call costs no copy per
+	// delta; what has been decided is cut off now and then.
+	pending strings.Builder
+	off     int
+	carry   string // decided content ending in an incomplete UTF-8 sequence
 }
 
 // Push takes the next text delta, split anywhere, and returns the content
 // and the calls it completes, in output order.
 func (s *Stream) Push(text string) (content string, calls []Call) {
-	s.buf += text
+	s.pending.WriteString(text)
 	return s.run(false)
 }
 
@@ -66,18 +70,26 @@ func (s *Stream) run(atEnd bool) (string, []Call) {
 	b.WriteString(s.carry)
 	s.carry = ""
 	var calls []Call
-	for len(s.buf) > 0 {
-		n, content, found := s.scan.next(s.buf, atEnd)
+	all := s.pending.String()
+	for s.off < len(all) {
+		buf := all[s.off:]
+		n, content, found := s.scan.next(buf, atEnd)
 		if n == 0 {
 			if atEnd { // a scanner's last word: whatever is left is text
-				b.WriteString(s.buf)
-				s.buf = ""
+				b.WriteString(buf)
+				s.off = len(all)
 			}
 			break
 		}
 		b.WriteString(content)
 		calls = append(calls, found...)
-		s.buf = s.buf[n:]
+		s.off += n
+	}
+	if s.off > 4096 && s.off > len(all)/2 {
+		rest := all[s.off:]
+		s.pending = strings.Builder{}
+		s.pending.WriteString(rest)
+		s.off = 0
 	}
 	out := b.String()
 	if !atEnd {

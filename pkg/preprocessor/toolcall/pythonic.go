@@ -1,7 +1,5 @@
 package toolcall
 
-import "strings"
-
 // Pythonic calls (Llama 3.2, Llama 4, ToolACE, ...): a Python list of calls
 // with keyword arguments written as Python literals:
 //
@@ -17,11 +15,11 @@ const (
 	pyEnd   = "<|python_end|>"
 )
 
-func pythonicWrapped(buf string, atEnd bool, _ toolSet) (int, []Call, bool) {
+func pythonicWrapped(buf string, atEnd bool, cx *scanCtx) (int, []Call, bool) {
 	body := buf[len(pyStart):]
 	n := len(buf)
-	if i := strings.Index(body, pyEnd); i >= 0 {
-		body, n = body[:i], len(pyStart)+i+len(pyEnd)
+	if i := cx.index(buf, len(pyStart), pyEnd); i >= 0 {
+		body, n = buf[len(pyStart):i], i+len(pyEnd)
 	} else if !atEnd {
 		return 0, nil, false
 	}
@@ -30,7 +28,7 @@ func pythonicWrapped(buf string, atEnd bool, _ toolSet) (int, []Call, bool) {
 }
 
 // pythonicLead takes a pythonic list at the start of the output.
-func pythonicLead(buf string, atEnd bool, tools toolSet) (int, []Call, bool, leadVerdict) {
+func pythonicLead(buf string, atEnd bool, cx *scanCtx) (int, []Call, bool, leadVerdict) {
 	i := skipSpace(buf, 0)
 	switch st := listOfCallsStart(buf[i:]); {
 	case st == scanMore && !atEnd:
@@ -38,7 +36,7 @@ func pythonicLead(buf string, atEnd bool, tools toolSet) (int, []Call, bool, lea
 	case st != scanDone:
 		return 0, nil, false, leadNone
 	}
-	n := valueEnd(buf[i:], `"'`)
+	n := cx.valueEnd(buf, i, `"'`)
 	if n == 0 {
 		if atEnd {
 			return len(buf), nil, false, leadFound
@@ -46,7 +44,7 @@ func pythonicLead(buf string, atEnd bool, tools toolSet) (int, []Call, bool, lea
 		return 0, nil, false, leadMore
 	}
 	calls, ok := parsePythonCalls(buf[i : i+n])
-	if !ok || !tools.allows(calls) {
+	if !ok || !cx.tools.allows(calls) {
 		return i + n, nil, false, leadFound
 	}
 	return i + n, calls, true, leadFound

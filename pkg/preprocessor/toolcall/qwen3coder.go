@@ -25,7 +25,7 @@ const (
 	qcParamClose    = "</parameter>"
 )
 
-func qwen3CoderBody(body string, _ toolSet) ([]Call, bool) {
+func qwen3CoderBody(body string) ([]Call, bool) {
 	var calls []Call
 	for {
 		i := strings.Index(body, qcFunction)
