@@ -223,6 +223,8 @@ func TestBadFlagsExitTwoWithAReason(t *testing.T) {
 		{[]string{"--model-path", "../../models/demo", "--canned-responses", badCanned}, "prompt_contains is empty"},
 		{[]string{"--model-path", "../../models/demo", "--embedding-dim", "-1"}, "--embedding-dim -1"},
 		{[]string{"--model-path", "../../models/demo", "--embedding-dim", "8", "--is-prefill-worker"}, "not disaggregated"},
+		{[]string{"--model-path", "../../models/demo", "--dyn-tool-call-parser", "hermes2"}, `unknown tool call parser "hermes2" (known: deepseek_v3, deepseek_v3_1, default, harmony, hermes,`},
+		{[]string{"--model-path", "../../models/demo", "--dyn-reasoning-parser", "r1"}, `unknown parser "r1" (known: basic,`},
 	} {
 		cmd := mockerCmd([]string{"DYN_DISCOVERY_BACKEND=mem"}, tc.args...)
 		var stderr bytes.Buffer
@@ -247,7 +249,7 @@ func TestHelpListsFlagsWithDefaults(t *testing.T) {
 		"-max-num-batched-tokens", "-enable-prefix-caching", "-no-enable-chunked-prefill", "-watermark", "-speedup-ratio",
 		"-data-parallel-size", "-startup-time", "-context-length", "-extra-engine-args", "-disaggregation-mode",
 		"-num-workers", "-deterministic", "-migration-limit", "-model-path", "-model-name", "-endpoint",
-		"-discovery-backend", "-request-plane", "-bootstrap-ports", "-kv-transfer-bandwidth", "(default 64)", "-kv-bytes-per-token", "-kv-cache-dtype", "-embedding-dim", "-canned-responses", "-is-prefill-worker", "ETCD_ENDPOINTS", "DYN_MOCKER_",
+		"-discovery-backend", "-request-plane", "-bootstrap-ports", "-kv-transfer-bandwidth", "(default 64)", "-kv-bytes-per-token", "-kv-cache-dtype", "-embedding-dim", "-canned-responses", "-dyn-tool-call-parser", "-dyn-reasoning-parser", "-is-prefill-worker", "ETCD_ENDPOINTS", "DYN_MOCKER_",
 		"DYN_HEALTH_CHECK_ENABLED", "DYN_CANARY_WAIT_TIME", "DYN_HEALTH_CHECK_REQUEST_TIMEOUT", "DYN_HEALTH_CHECK_PAYLOAD"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("--help lacks %q", want)

@@ -41,7 +41,7 @@ var Allowed = map[string][]string{
 	"internal/envflag":           {},
 	"internal/rungroup":          {},
 	"internal/runtimeflags":      {"pkg/runtime", "pkg/telemetry"},
-	"internal/workerflags":       {"internal/runtimeflags", "pkg/backend/worker", "pkg/backend", "pkg/hfhub", "pkg/runtime", "pkg/telemetry"},
+	"internal/workerflags":       {"internal/runtimeflags", "pkg/backend/worker", "pkg/backend", "pkg/hfhub", "pkg/runtime", "pkg/telemetry", "pkg/preprocessor/toolcall", "pkg/preprocessor/reasoning"},
 	"internal/loadgen":           {"pkg/openai"},
 	"internal/obsflags":          {"pkg/telemetry"},
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/hfhub"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor/reasoning"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor/toolcall"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -37,6 +39,8 @@ type Flags struct {
 	isDecode       *bool
 	revision       *string
 	chatTemplate   *string
+	toolParser     *string
+	reasonParser   *string
 }
 
 // Register adds the worker flags and the runtime flags to fs.
@@ -59,6 +63,8 @@ func Register(fs *flag.FlagSet, env func(string) string) *Flags {
 		isDecode:       fs.Bool("is-decode-worker", false, "same as --disaggregation-mode decode"),
 		revision:       fs.String("revision", "main", "hub revision (branch, tag or commit) for a hub id"),
 		chatTemplate:   fs.String("custom-jinja-template", "", "Jinja chat template file that replaces the model's own"),
+		toolParser:     fs.String("dyn-tool-call-parser", "", "tool call parser the frontend applies to this model's output, published on the model card: "+strings.Join(toolcall.Names(), ", ")),
+		reasonParser:   fs.String("dyn-reasoning-parser", "", "reasoning parser the frontend applies to this model's output, published on the model card: "+strings.Join(reasoning.Names(), ", ")),
 	}
 }
 
@@ -99,6 +105,16 @@ func (f *Flags) Configs() (worker.Config, runtime.Config, error) {
 	if *f.modelPath == "" {
 		errs = append(errs, errors.New("--model-path is required"))
 	}
+	if name := *f.toolParser; name != "" {
+		if _, err := toolcall.Lookup(name); err != nil {
+			errs = append(errs, fmt.Errorf("--dyn-tool-call-parser: %w", err))
+		}
+	}
+	if name := *f.reasonParser; name != "" {
+		if _, err := reasoning.Lookup(name); err != nil {
+			errs = append(errs, fmt.Errorf("--dyn-reasoning-parser: %w", err))
+		}
+	}
 	canary, err := canaryConfig(f.env)
 	if err != nil {
 		errs = append(errs, err)
@@ -112,6 +128,8 @@ func (f *Flags) Configs() (worker.Config, runtime.Config, error) {
 		ModelName:        *f.modelName,
 		MigrationLimit:   *f.migrationLimit,
 		ChatTemplateFile: *f.chatTemplate,
+		ToolCallParser:   strings.ToLower(*f.toolParser),
+		ReasoningParser:  strings.ToLower(*f.reasonParser),
 		Hub:              hub,
 		Canary:           canary,
 	}

@@ -105,3 +105,29 @@ func TestDisaggregationMode(t *testing.T) {
 		t.Error("--disaggregation-mode encode accepted")
 	}
 }
+
+func TestOutputParsers(t *testing.T) {
+	parse := func(args ...string) (worker.Config, error) {
+		t.Helper()
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		f := Register(fs, func(string) string { return "" })
+		if err := fs.Parse(append([]string{"--model-path", "org/model"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		w, _, err := f.Configs()
+		return w, err
+	}
+	w, err := parse("--dyn-tool-call-parser", "Hermes", "--dyn-reasoning-parser", "deepseek_r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.ToolCallParser != "hermes" || w.ReasoningParser != "deepseek_r1" {
+		t.Errorf("parsers %q, %q", w.ToolCallParser, w.ReasoningParser)
+	}
+	_, err = parse("--dyn-tool-call-parser", "nope", "--dyn-reasoning-parser", "nada")
+	for _, want := range []string{"--dyn-tool-call-parser", "nope", "hermes", "--dyn-reasoning-parser", "nada", "deepseek_r1"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("unknown parsers: error %v, want it to name %q", err, want)
+		}
+	}
+}

@@ -173,7 +173,9 @@ func randomValue(rng *rand.Rand, depth int) any {
 		func() any { return nil },
 		func() any { return rng.IntN(2) == 0 },
 		func() any { return []float64{0, -1, 1e300, -1e-300, 2.5, 129, 1 << 53, -(1 << 31)}[rng.IntN(8)] },
-		func() any { return []string{"", "none", "required", "auto", "\u0000", strings.Repeat("x", 5000), "<tool_call>", "demo", "user", "\xff"}[rng.IntN(10)] },
+		func() any {
+			return []string{"", "none", "required", "auto", "\u0000", strings.Repeat("x", 5000), "<tool_call>", "demo", "user", "\xff"}[rng.IntN(10)]
+		},
 		func() any {
 			if depth > 4 {
 				return "deep"

@@ -33,6 +33,9 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 	if err != nil {
 		return nil, err
 	}
+	if err := pre.ParserError(); err != nil {
+		r.log.Warn("model served without an output parser its card names", "model", card.DisplayName, "err", err)
+	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	client, err := r.rt.Endpoint(ep).Client(cctx)

@@ -178,12 +178,14 @@ const (
 	handoffSync      = "sync"
 )
 
-// prefillRequest is req as a prefill worker gets it: one token, no
-// minimum, routed by the prefill router (or to the pinned prefill
-// worker), without the decode half's fields.
+// prefillRequest is req as a prefill worker gets it: one token of one
+// choice (the decode half generates all n), no minimum, routed by the
+// prefill router (or to the pinned prefill worker), without the decode
+// half's fields.
 func prefillRequest(req *backend.Request) *backend.Request {
 	p := *req
 	p.StopConditions.MaxTokens = backend.Ptr(uint32(1))
+	p.SamplingOptions.N = nil
 	p.StopConditions.MinTokens = nil
 	p.PrefillResult, p.BootstrapInfo, p.MigrationLink, p.RouterConfigOverride = nil, nil, nil, nil
 	rt := backend.Routing{}

@@ -65,25 +65,54 @@ func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompl
 	var cachedNow *int
 	var chatLP chatLogprobs
 	wantLP := prep.Request.OutputOptions.Logprobs != nil
+	plan := m.planOutput(req)
 	cached, err := m.run(ctx, prep, n, next, func(c *choice, d Delta) error {
 		completion += len(d.TokenIDs)
 		pending += len(d.TokenIDs)
-		if d.Text == "" && d.Finish == nil {
-			return nil // nothing a client can see yet (e.g. half a character)
+		out := parsed{content: d.Text}
+		if plan != nil {
+			if c.parser == nil {
+				c.parser = newChoiceParser(plan)
+			}
+			out = c.parser.step(d.Text, d.Finish != nil)
+		}
+		var lp *openai.ChatLogprobs
+		if wantLP {
+			lp = chatLP.convert(m, d)
+		}
+		if out.empty() && d.Finish == nil {
+			// Nothing a client can see yet (half a character, text a
+			// parser holds back): its logprobs wait for the next chunk.
+			if lp != nil {
+				c.heldLogprobs = append(c.heldLogprobs, lp.Content...)
+			}
+			return nil
 		}
 		ch := openai.ChatChunkChoice{Index: c.index}
 		if !c.roleSent {
 			ch.Delta.Role = "assistant"
 			c.roleSent = true
 		}
-		if d.Text != "" {
-			ch.Delta.Content = &d.Text
+		if out.reasoning != "" {
+			ch.Delta.ReasoningContent = &out.reasoning
 		}
+		if out.content != "" {
+			ch.Delta.Content = &out.content
+		}
+		setCalls(&ch.Delta, out.calls, plan)
 		if d.Finish != nil {
 			ch.FinishReason = finishReason(d.Finish)
+			if c.parser != nil && c.parser.called > 0 && d.Finish.Kind != backend.FinishLength {
+				ch.FinishReason = callFinish(plan)
+			}
 		}
-		if wantLP {
-			ch.Logprobs = chatLP.convert(m, d)
+		if wantLP && (lp != nil || len(c.heldLogprobs) > 0) {
+			if lp == nil {
+				lp = &openai.ChatLogprobs{}
+			}
+			lp.Content = append(c.heldLogprobs, lp.Content...)
+			c.heldLogprobs = nil
+			ch.Logprobs = lp
 		}
 		chunk := base
 		chunk.Choices = []openai.ChatChunkChoice{ch}
@@ -104,6 +133,32 @@ func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompl
 		return emit(Event{Data: &chunk, Stats: &Stats{PromptTokens: promptTokens, Tokens: pending, CachedTokens: cached}})
 	}
 	return nil
+}
+
+// setCalls puts a chunk's tool calls on delta: as tool_calls, or for a
+// request that used the deprecated functions API as function_call (the
+// first call; that API had one).
+func setCalls(delta *openai.ChatDelta, calls []openai.ToolCall, plan *outputPlan) {
+	if len(calls) == 0 {
+		return
+	}
+	if plan.legacy {
+		if *calls[0].Index == 0 {
+			f := calls[0].Function
+			delta.FunctionCall = &f
+		}
+		return
+	}
+	delta.ToolCalls = calls
+}
+
+// callFinish is the finish reason of a choice that called tools.
+func callFinish(plan *outputPlan) *string {
+	s := openai.FinishToolCalls
+	if plan.legacy {
+		s = openai.FinishFunctionCall
+	}
+	return &s
 }
 
 // annotate sends the annotation events nvext asks for, before generation.

@@ -1,6 +1,7 @@
 package preprocessor
 
 import (
+	"encoding/json"
 	"sort"
 	"strings"
 
@@ -23,6 +24,8 @@ type chatFold struct {
 	hasText   bool
 	hasReason bool
 	tools     []openai.ToolCall
+	indexes   []int // the streamed index of each of tools
+	function  *openai.FunctionCall
 	finish    *string
 	logprobs  *openai.ChatLogprobs
 }
@@ -50,7 +53,16 @@ func (a *ChatAccumulator) Add(c *openai.ChatCompletionChunk) {
 			f.reasoning.WriteString(*ch.Delta.ReasoningContent)
 			f.hasReason = true
 		}
-		f.tools = append(f.tools, ch.Delta.ToolCalls...)
+		for _, tc := range ch.Delta.ToolCalls {
+			f.addCall(tc)
+		}
+		if fc := ch.Delta.FunctionCall; fc != nil {
+			if f.function == nil {
+				f.function = &openai.FunctionCall{}
+			}
+			f.function.Name += fc.Name
+			f.function.Arguments = appendArgs(f.function.Arguments, fc.Arguments)
+		}
 		if ch.FinishReason != nil {
 			f.finish = ch.FinishReason
 		}
@@ -74,9 +86,10 @@ func (a *ChatAccumulator) Result() *openai.ChatCompletion {
 	}
 	for _, i := range sortedKeys(a.choices) {
 		f := a.choices[i]
-		msg := openai.ChatMessage{Role: "assistant", ToolCalls: f.tools}
-		text := f.content.String()
-		msg.Content = &text
+		msg := openai.ChatMessage{Role: "assistant", ToolCalls: f.tools, FunctionCall: f.function}
+		if text := f.content.String(); text != "" || (len(f.tools) == 0 && f.function == nil) {
+			msg.Content = &text // null beside calls and no text, as OpenAI
+		}
 		if f.hasReason {
 			r := f.reasoning.String()
 			msg.ReasoningContent = &r
@@ -84,6 +97,52 @@ func (a *ChatAccumulator) Result() *openai.ChatCompletion {
 		out.Choices = append(out.Choices, openai.ChatChoice{Index: i, Message: msg, FinishReason: f.finish, Logprobs: f.logprobs})
 	}
 	return out
+}
+
+// addCall folds one streamed tool call in: a call with the index of an
+// earlier one continues it (its name and argument fragments are
+// appended), any other is a new call. The unary message's calls carry
+// no index.
+func (f *chatFold) addCall(tc openai.ToolCall) {
+	if tc.Index != nil {
+		for i := range f.tools {
+			if f.indexes[i] == *tc.Index {
+				t := &f.tools[i]
+				if t.ID == "" {
+					t.ID = tc.ID
+				}
+				t.Function.Name += tc.Function.Name
+				t.Function.Arguments = appendArgs(t.Function.Arguments, tc.Function.Arguments)
+				return
+			}
+		}
+		f.indexes = append(f.indexes, *tc.Index)
+	} else {
+		f.indexes = append(f.indexes, -1-len(f.tools))
+	}
+	tc.Index = nil
+	f.tools = append(f.tools, tc)
+}
+
+// appendArgs concatenates two argument fragments, each a JSON string
+// (or, from a lenient client, raw JSON), into one JSON string.
+func appendArgs(a, b json.RawMessage) json.RawMessage {
+	if len(a) == 0 {
+		return b
+	}
+	if len(b) == 0 {
+		return a
+	}
+	out, _ := json.Marshal(argText(a) + argText(b))
+	return out
+}
+
+func argText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
 }
 
 // CompletionAccumulator folds a completions chunk stream into the unary

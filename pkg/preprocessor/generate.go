@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/openai"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -52,6 +53,13 @@ type choice struct {
 	offset   int // text emitted so far, in bytes (completions text_offset)
 	// placement is where the choice's latest output came from.
 	placement *backend.Placement
+	// parser splits a chat choice's text into reasoning, content and
+	// tool calls (nil: the text is content).
+	parser *choiceParser
+	// heldLogprobs are the logprobs of tokens whose text is not shown yet
+	// (half a character, text a parser holds back); they go out with the
+	// next chunk.
+	heldLogprobs []openai.TokenLogprob
 }
 
 // run sends prep to next and calls onDelta for each decoded delta, in

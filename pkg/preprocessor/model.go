@@ -9,8 +9,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor/reasoning"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/template"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor/toolcall"
 	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
@@ -40,6 +42,11 @@ type Model struct {
 	special   []kv // tokenizer_config.json's *_token entries, in file order
 	eos       []uint32
 	clock     func() time.Time
+	// reasoning and tools are the output parsers the card names (nil:
+	// none); parserErr says why a named one is not used.
+	reasoning *reasoning.Parser
+	tools     *toolcall.Parser
+	parserErr error
 }
 
 type kv struct {
@@ -71,6 +78,7 @@ func NewModel(card *modelcard.Card, opts Options) (*Model, error) {
 	if m.clock == nil {
 		m.clock = time.Now
 	}
+	m.lookupParsers(card.RuntimeConfig)
 	for name, src := range card.ChatTemplate.Named() {
 		t, err := template.Compile(src, template.Options{Now: opts.Now})
 		if err != nil {
@@ -93,6 +101,26 @@ func (m *Model) Card() *modelcard.Card { return m.card }
 
 // Tokenizer returns the model's tokenizer.
 func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
+
+// ParserError reports why a parser the card names is not used (a name
+// this frontend does not know: the model is served without it), or nil.
+func (m *Model) ParserError() error { return m.parserErr }
+
+// lookupParsers finds the output parsers rc names.
+func (m *Model) lookupParsers(rc modelcard.RuntimeConfig) {
+	var errs []error
+	if name := rc.ReasoningParser; name != "" {
+		p, err := reasoning.Lookup(name)
+		m.reasoning = p
+		errs = append(errs, err)
+	}
+	if name := rc.ToolCallParser; name != "" {
+		p, err := toolcall.Lookup(name)
+		m.tools = p
+		errs = append(errs, err)
+	}
+	m.parserErr = errors.Join(errs...)
+}
 
 // HasChatTemplate reports whether the model can serve chat requests.
 func (m *Model) HasChatTemplate() bool { return len(m.templates) > 0 }

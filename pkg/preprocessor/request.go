@@ -88,6 +88,10 @@ func (m *Model) prepareChat(ctx context.Context, req *openai.ChatCompletionReque
 	if err := m.checkRoom(p.Request, "messages"); err != nil {
 		return nil, err
 	}
+	if m.planOutput(req).needsSpecialTokens() && req.SkipSpecialTokens == nil {
+		// The parsers read markers that are special tokens.
+		p.Request.OutputOptions.SkipSpecialTokens = backend.Ptr(false)
+	}
 	return p, nil
 }
 

@@ -39,6 +39,8 @@ func (w *server) buildCard(ctx context.Context, ecfg backend.Config) (*modelcard
 			MaxNumSeqs:          ecfg.MaxNumSeqs,
 			MaxNumBatchedTokens: ecfg.MaxNumBatchedTokens,
 			DataParallelSize:    ecfg.DataParallelSize,
+			ToolCallParser:      w.cfg.ToolCallParser,
+			ReasoningParser:     w.cfg.ReasoningParser,
 
 			DisaggregatedEndpoint: w.bootstrapEndpoint(ecfg),
 		},

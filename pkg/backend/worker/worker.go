@@ -52,6 +52,12 @@ type Config struct {
 	// and no local KV index is served: the prefill workers own the cache
 	// routers care about). Load metrics are published in every mode.
 	DisaggregationMode string
+	// ToolCallParser and ReasoningParser name the output parsers the
+	// frontend applies to this model's text (--dyn-tool-call-parser,
+	// --dyn-reasoning-parser), published in the card's runtime config;
+	// "" for none. The binary checks the names.
+	ToolCallParser  string
+	ReasoningParser string
 	// ChatTemplateFile is a Jinja chat template file that replaces the
 	// model's own (--custom-jinja-template); "" keeps the model's.
 	ChatTemplateFile string
