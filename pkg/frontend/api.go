@@ -42,6 +42,28 @@ type call struct {
 	// wantWorker: the client asks for the serving worker in the response's
 	// nvext (nvext.extra_fields worker_id).
 	wantWorker bool
+	// format writes the stream of a route whose events are not chat's and
+	// completions' chunks (the Responses API); nil: the chunks as they
+	// are, then data: [DONE].
+	format streamFormat
+}
+
+// streamFormat turns a request's events into the events of its stream.
+type streamFormat interface {
+	// add returns what to write for one event of the chain (none: nil).
+	add(ev preprocessor.Event) []sseEvent
+	// finish returns the events that end a stream that succeeded.
+	finish() []sseEvent
+	// fail returns the events that end a stream that failed after it
+	// started, with the error's message.
+	fail(msg string) []sseEvent
+}
+
+// sseEvent is one server-sent event: "event: name" (when set) and the
+// data as JSON.
+type sseEvent struct {
+	name string
+	data any
 }
 
 // routingAsks reads the routing-related nvext asks.
@@ -176,7 +198,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 
 	rc := runtime.NewContext(r.Context(), id)
 	defer rc.Release()
-	x := &exchange{s: s, w: w, r: r, rc: rc, g: g, id: id, model: m.Name()}
+	x := &exchange{s: s, w: w, r: r, rc: rc, g: g, id: id, model: m.Name(), format: c.format}
 	x.startTimer()
 	defer x.stopTimer()
 	x.wantWorker = c.wantWorker
@@ -239,6 +261,7 @@ type exchange struct {
 	firstToken bool
 	cached     bool
 	wantWorker bool
+	format     streamFormat // the call's; nil for chunks and [DONE]
 	// placement is where the latest output came from (nvext worker_id).
 	placement *backend.Placement
 }
@@ -330,7 +353,13 @@ func (x *exchange) fail(e apiError, committed bool) {
 	}
 	x.s.log.WarnContext(x.rc, "frontend: request failed", "request_id", x.id, "model", x.model, "status", e.status, "error", e.message, "streaming", committed)
 	if committed {
-		_ = openai.WriteSSEError(x.w, e.body())
+		if x.format != nil {
+			for _, ev := range x.format.fail(e.message) {
+				_ = openai.WriteSSE(x.w, ev.name, ev.data)
+			}
+		} else {
+			_ = openai.WriteSSEError(x.w, e.body())
+		}
 		_ = http.NewResponseController(x.w).Flush()
 		return
 	}

@@ -11,9 +11,10 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/preprocessor"
 )
 
-// stream runs the request and answers with server-sent events. Nothing is
-// written until the first chunk (annotation events wait with it), so a
-// failure before the first token is a real HTTP error status.
+// stream runs the request and answers with server-sent events: the
+// chunks and data: [DONE], or what the call's format makes of them.
+// Nothing is written until the first chunk (annotation events wait with
+// it), so a failure before the first token is a real HTTP error status.
 func (x *exchange) stream(c *call, m *pipeline.Model) {
 	ctl := http.NewResponseController(x.w)
 	// Chunks are written to buf and sent when the runtime has delivered
@@ -77,6 +78,16 @@ func (x *exchange) stream(c *call, m *pipeline.Model) {
 		if buf == nil {
 			buf = sseBuffers.get()
 		}
+		if c.format != nil {
+			evs := c.format.add(ev)
+			if err := writeEvents(buf, evs); err != nil {
+				return err
+			}
+			if !committed && len(evs) > 0 {
+				commit()
+			}
+			return nil
+		}
 		if err := openai.WriteSSE(buf, ev.Name, ev.Data); err != nil {
 			return err
 		}
@@ -109,12 +120,29 @@ func (x *exchange) stream(c *call, m *pipeline.Model) {
 	if buf == nil {
 		buf = sseBuffers.get()
 	}
-	buf.WriteString(openai.SSEDone)
+	if c.format != nil {
+		if writeEvents(buf, c.format.finish()) != nil {
+			x.g.Cancelled()
+			return
+		}
+	} else {
+		buf.WriteString(openai.SSEDone)
+	}
 	if broken || flush() != nil {
 		x.g.Cancelled()
 		return
 	}
 	x.g.OK()
+}
+
+// writeEvents writes evs to buf.
+func writeEvents(buf *bytes.Buffer, evs []sseEvent) error {
+	for _, ev := range evs {
+		if err := openai.WriteSSE(buf, ev.name, ev.data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sseBuffers recycles the buffers that hold a stream's chunks between
