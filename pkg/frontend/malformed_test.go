@@ -24,10 +24,14 @@ var seedBodies = []struct{ path, body string }{
 	{"/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"}],"max_tokens":3,"n":2,"seed":7,"response_format":{"type":"json_object"},"nvext":{"annotations":["request_id"]}}`},
 	{"/v1/completions", `{"model":"demo","prompt":["one","two"],"max_tokens":3,"logprobs":2,"echo":false,"n":1}`},
 	{"/v1/completions", `{"model":"demo","prompt":[[1,2,3],[4,5]],"max_tokens":2,"stream":true,"min_tokens":1,"ignore_eos":true}`},
+	{"/v1/responses", `{"model":"demo","instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"ok"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"max_output_tokens":4,"stream":true}`},
+	{"/v1/embeddings", `{"model":"emb","input":["one","two"],"encoding_format":"base64","dimensions":2}`},
+	{"/v1/embeddings", `{"model":"emb","input":[[1,2,3],[4]]}`},
 }
 
 // TestMalformedBodiesGetClearAnswers throws thousands of mutated and
-// malformed bodies at a served model: wrong types, truncated JSON,
+// malformed bodies (chat, completions, Responses, embeddings) at served
+// models: wrong types, truncated JSON,
 // random bytes, odd content types. Every answer must come within the
 // deadline and be a 2xx or a 4xx with the nested OpenAI error body;
 // nothing may be a 5xx, and the service must still answer a valid request
@@ -35,6 +39,7 @@ var seedBodies = []struct{ path, body string }{
 func TestMalformedBodiesGetClearAnswers(t *testing.T) {
 	s := newStack(t, Config{BodyLimit: 256 << 10}, pipeline.Config{})
 	s.addWorker(t, "demo", helloEngine(t, 0))
+	s.addEmbeddingWorker(t, "emb")
 	n := 3000
 	if testing.Short() {
 		n = 300

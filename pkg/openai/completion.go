@@ -66,6 +66,9 @@ func (p *Prompt) UnmarshalJSON(b []byte) error {
 	if bytes.Equal(b, []byte("null")) {
 		return nil
 	}
+	if nullInside(b) {
+		return &fieldError{field: "prompt", msg: "null is not a string or a token id"}
+	}
 	var s string
 	if json.Unmarshal(b, &s) == nil {
 		p.Text = &s
@@ -103,4 +106,20 @@ func (p Prompt) MarshalJSON() ([]byte, error) {
 		return json.Marshal(p.Tokens)
 	}
 	return json.Marshal(p.TokenSet)
+}
+
+// nullInside reports whether b, an array, holds a null, directly or in an
+// array inside it: encoding/json would read it as "" or token id 0.
+func nullInside(b []byte) bool {
+	var items []json.RawMessage
+	if json.Unmarshal(b, &items) != nil {
+		return false
+	}
+	for _, it := range items {
+		it = bytes.TrimSpace(it)
+		if bytes.Equal(it, []byte("null")) || (len(it) > 0 && it[0] == '[' && nullInside(it)) {
+			return true
+		}
+	}
+	return false
 }

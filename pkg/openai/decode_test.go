@@ -507,3 +507,30 @@ func TestRawKeptByteForByte(t *testing.T) {
 		}
 	}
 }
+
+// A null inside a prompt or an embeddings input is refused, not read as
+// an empty string or token id 0.
+func TestNullInsideInputsIsRefused(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"m","prompt":[1,null,3]}`,
+		`{"model":"m","prompt":[[1,2],[3,null]]}`,
+		`{"model":"m","prompt":["a",null]}`,
+	} {
+		_, err := DecodeCompletion([]byte(body), DecodeOptions{})
+		var ve *ValidationError
+		if !errors.As(err, &ve) || ve.Param != "prompt" || !strings.Contains(ve.Message, "null") {
+			t.Errorf("%s: %v, want a 400 on prompt naming the null", body, err)
+		}
+	}
+	for _, body := range []string{
+		`{"model":"m","input":[4,null]}`,
+		`{"model":"m","input":[[1],[4,null]]}`,
+		`{"model":"m","input":["x",null]}`,
+	} {
+		_, err := DecodeEmbedding([]byte(body), DecodeOptions{})
+		var ve *ValidationError
+		if !errors.As(err, &ve) || ve.Param != "input" || !strings.Contains(ve.Message, "null") {
+			t.Errorf("%s: %v, want a 400 on input naming the null", body, err)
+		}
+	}
+}

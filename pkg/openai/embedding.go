@@ -80,6 +80,9 @@ func (in *EmbeddingInput) UnmarshalJSON(b []byte) error {
 	if bytes.Equal(b, []byte("null")) {
 		return nil
 	}
+	if nullInside(b) {
+		return &fieldError{field: "input", msg: "null is not a string or a token id"}
+	}
 	var s string
 	if json.Unmarshal(b, &s) == nil {
 		in.Text = &s

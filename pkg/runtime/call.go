@@ -65,7 +65,9 @@ func (rt *DistributedRuntime) call(ctx context.Context, inst Instance, payload [
 	headers := map[string]string{"x-request-id": rc.ID()}
 	telemetry.Inject(ctx, headers)
 	if err := rt.plane.send(rc, inst.Transport, headers, msg); err != nil {
-		if rc.IsKilled() {
+		if rc.IsKilled() || rc.Err() != nil {
+			// The caller gave up (a kill, or its context ended: a
+			// batch whose sibling failed, say): not the instance's fault.
 			return context.Cause(rc)
 		}
 		return sendError(inst, err)

@@ -245,3 +245,22 @@ func TestWorkerRefusalsKeepTheirType(t *testing.T) {
 		}
 	})
 }
+
+// A caller whose context ends before its request got through (a batch
+// request whose sibling failed, a client that left) gets its context's
+// error, not CannotConnect: the instance did nothing wrong and must not be
+// reported down for it.
+func TestCallerCancelledBeforeSendIsNotAnInstanceFault(t *testing.T) {
+	forEach(t, matrix[:1], func(t *testing.T, c *cluster) {
+		worker, caller := c.start(t), c.start(t)
+		serve(t, worker, newCounter())
+		cl := client(t, caller, 1)
+		ctx, cancel := context.WithCancel(t.Context())
+		rc := runtime.NewContext(ctx, "gave-up")
+		cancel()
+		_, err := collect(rc, cl, worker.InstanceID(), countRequest{N: 3}, nil)
+		if !errors.Is(err, context.Canceled) || runtime.IsInstanceFault(err) {
+			t.Fatalf("Call with a cancelled context: %v (instance fault %v), want context.Canceled and no instance fault", err, runtime.IsInstanceFault(err))
+		}
+	})
+}
