@@ -29,6 +29,7 @@ var catalogueSections = map[string][]string{
 	"Frontend":                {"frontend"},
 	"Runtime (every process)": {"frontend", "worker"},
 	"Workers":                 {"worker"},
+	"Engine KV events":        {"kvevents"},
 }
 
 var backticked = regexp.MustCompile("`([^`]+)`")
@@ -100,8 +101,8 @@ func catalogueTypes(rows []catalogueRow) map[string]string {
 // with the documented labels and, where /metrics shows it, type; every
 // registered metric is documented in a section of its process.
 func checkCatalogue(t *testing.T, s *stack, rows []catalogueRow) {
-	procs := map[string]process{"frontend": s.frontend, "worker": s.worker}
-	documented := map[string]map[string]bool{"frontend": {}, "worker": {}}
+	procs := map[string]process{"frontend": s.frontend, "worker": s.worker, "kvevents": s.kvevents}
+	documented := map[string]map[string]bool{"frontend": {}, "worker": {}, "kvevents": {}}
 	patterns := map[string][]string{}
 	for _, r := range rows {
 		where, ok := catalogueSections[r.section]

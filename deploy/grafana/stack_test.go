@@ -16,6 +16,7 @@ import (
 	"github.com/dynamo-go/dynamo/internal/testenv"
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/frontend"
+	"github.com/dynamo-go/dynamo/pkg/kvevents"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
@@ -39,9 +40,10 @@ type metric struct {
 type process map[string]metric
 
 // stack is the registries of a frontend and of a mocker worker, built as
-// the binaries build them.
+// the binaries build them, and the metrics a worker following an engine's
+// ZeroMQ KV events adds to its registry (pkg/kvevents).
 type stack struct {
-	frontend, worker process
+	frontend, worker, kvevents process
 }
 
 // startStack runs, in the test process, a mocker worker with health checks
@@ -117,9 +119,14 @@ func startStack(t *testing.T) *stack {
 
 	var status string
 	testenv.WaitFor(t, 5*time.Second, "the worker's status server", func() bool { status = wrt.StatusAddr(); return status != "" })
+	kreg := prometheus.NewRegistry()
+	if _, err := kvevents.NewMetrics(kreg); err != nil {
+		t.Fatal(err)
+	}
 	return &stack{
 		frontend: describe(t, freg, get(t, url+"/metrics")),
 		worker:   describe(t, wreg, get(t, "http://"+status+"/metrics")),
+		kvevents: describe(t, kreg, ""),
 	}
 }
 
