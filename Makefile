@@ -8,6 +8,7 @@ PKGS    := ./...
 build:
 	$(GO) build $(PKGS)
 	$(GO) build -o $(BIN)/hello ./examples/hello
+	$(GO) build -o $(BIN)/worker ./cmd/worker
 
 # The stack on this machine: a frontend on :8000 and two mocker workers
 # serving models/demo (file discovery, TCP request plane, no etcd or NATS

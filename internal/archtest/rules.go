@@ -28,6 +28,7 @@ var Allowed = map[string][]string{
 	"pkg/backend/worker":         {"pkg/backend", "pkg/runtime", "pkg/kvblock", "pkg/modelcard", "pkg/hfhub", "pkg/telemetry"},
 	"pkg/mocker":                 {"pkg/backend", "pkg/runtime", "pkg/kvblock", "pkg/telemetry"},
 	"pkg/kvevents":               {"pkg/kvblock", "pkg/telemetry"},
+	"pkg/bridge":                 {"pkg/backend", "pkg/kvblock", "pkg/telemetry"},
 	"pkg/router":                 {"pkg/runtime", "pkg/backend", "pkg/kvblock", "pkg/telemetry"},
 	"pkg/migration":              {"pkg/runtime", "pkg/backend", "pkg/telemetry"},
 	"pkg/prefill":                {"pkg/router", "pkg/runtime", "pkg/backend", "pkg/telemetry"},

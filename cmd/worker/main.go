@@ -1,0 +1,201 @@
+// Command worker serves a real inference engine's HTTP server (vLLM,
+// SGLang or llama.cpp, started beside it) as a Dynamo worker: it
+// registers the model like any worker and forwards each request to the
+// engine with token ids through pkg/bridge.
+//
+//	vllm serve Qwen/Qwen3-0.6B --port 8000 &
+//	worker --engine vllm --engine-url http://127.0.0.1:8000 --model-path Qwen/Qwen3-0.6B
+//
+// Flags and environment: worker --help; engines and their flags:
+// docs/engines.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dynamo-go/dynamo/internal/envflag"
+	"github.com/dynamo-go/dynamo/internal/obsflags"
+	"github.com/dynamo-go/dynamo/internal/rungroup"
+	"github.com/dynamo-go/dynamo/internal/workerflags"
+	"github.com/dynamo-go/dynamo/pkg/backend/worker"
+	"github.com/dynamo-go/dynamo/pkg/bridge"
+	"github.com/dynamo-go/dynamo/pkg/kvblock"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Getenv, os.Stderr)) }
+
+// engineFlags are the worker's own flags; each can also be set as
+// DYN_WORKER_<FLAG> (e.g. DYN_WORKER_ENGINE_URL).
+type engineFlags struct {
+	set           *envflag.Set
+	engine        *string
+	url           *string
+	model         *string
+	startTimeout  *string
+	contextLength *int
+	kvBlockSize   *int
+	dpSize        *int
+	kv            kvEventsConfig
+}
+
+// kvEventsConfig is where the engine publishes its KV events (ZeroMQ).
+type kvEventsConfig struct {
+	// Endpoint is the engine's publisher, tcp://host:port; "" for none.
+	Endpoint string
+	// ReplayEndpoint is the engine's replay (catch-up) socket; "" for none.
+	ReplayEndpoint string
+	// Topic filters the publisher's messages ("" for all).
+	Topic string
+}
+
+func registerEngine(s *envflag.Set) *engineFlags {
+	env := func(name string) string { return "DYN_WORKER_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) }
+	f := &engineFlags{
+		set:           s,
+		engine:        s.String("engine", "", "engine dialect: vllm, sglang or llamacpp (required)", env("engine")),
+		url:           s.String("engine-url", "", "the engine server's base URL, e.g. http://127.0.0.1:8000 (required)", env("engine-url")),
+		model:         s.String("engine-model", "", "model name the engine must serve; a mismatch exits 1 (default: accept what it serves)", env("engine-model")),
+		startTimeout:  s.String("engine-start-timeout", bridge.DefaultStartTimeout.String(), "how long to wait for the engine's /health before exiting 1 (a Go duration; model loads take minutes)", env("engine-start-timeout")),
+		contextLength: s.Int("context-length", 0, "maximum prompt+output tokens (default: read from the engine)", env("context-length")),
+		kvBlockSize:   s.Int("kv-block-size", 0, "the engine's KV-cache block size (vLLM --block-size, SGLang --page-size), for KV-aware routing (0 unknown)", env("kv-block-size")),
+		dpSize:        s.Int("data-parallel-size", 1, "data-parallel ranks of the engine (KV events are published per rank)", env("data-parallel-size")),
+	}
+	s.FlagSet().StringVar(&f.kv.Endpoint, "kv-events-endpoint", "", "the engine's ZeroMQ KV-event publisher, tcp://host:port (vLLM/SGLang --kv-events-config endpoint); not wired yet")
+	s.FlagSet().StringVar(&f.kv.ReplayEndpoint, "kv-events-replay-endpoint", "", "the engine's KV-event replay socket, tcp://host:port; not wired yet")
+	s.FlagSet().StringVar(&f.kv.Topic, "kv-events-topic", "", "topic of the engine's KV events (\"\" for all)")
+	return f
+}
+
+// config folds the flags into a bridge.Config (without Logger and
+// KVEvents).
+func (f *engineFlags) config() (bridge.Config, error) {
+	errs := []error{f.set.Err()}
+	switch *f.engine {
+	case bridge.DialectVLLM, bridge.DialectSGLang, bridge.DialectLlamaCpp:
+	case "":
+		errs = append(errs, errors.New("--engine is required: vllm, sglang or llamacpp"))
+	default:
+		errs = append(errs, fmt.Errorf("--engine %q: want vllm, sglang or llamacpp", *f.engine))
+	}
+	if *f.url == "" {
+		errs = append(errs, errors.New("--engine-url is required (the engine server's base URL)"))
+	}
+	d, err := time.ParseDuration(*f.startTimeout)
+	if err != nil || d <= 0 {
+		errs = append(errs, fmt.Errorf("--engine-start-timeout %q: want a positive duration such as 10m", *f.startTimeout))
+	}
+	if *f.dpSize < 1 {
+		errs = append(errs, fmt.Errorf("--data-parallel-size %d: want at least 1", *f.dpSize))
+	}
+	cfg := bridge.Config{Dialect: *f.engine, URL: *f.url, Model: *f.model, ContextLength: *f.contextLength,
+		KVBlockSize: *f.kvBlockSize, StartTimeout: d, DataParallelSize: *f.dpSize}
+	if err := errors.Join(errs...); err != nil {
+		return cfg, err
+	}
+	if _, err := bridge.New(cfg); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// newKVEventSource is where the KV-event subscriber plugs in: it returns
+// the bridge's Config.KVEvents for the --kv-events-* flags. It is a
+// variable so that the ZeroMQ subscriber (pkg/kvevents) can be connected
+// in one place; until then a set endpoint is refused.
+var newKVEventSource = func(cfg kvEventsConfig, log *slog.Logger) (func(ctx context.Context, emit func(rank int, ev kvblock.KVCacheEvent)) error, error) {
+	if cfg.Endpoint == "" && cfg.ReplayEndpoint == "" {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("--kv-events-endpoint %q: this build has no KV-event subscriber yet (run without it; KV-aware routing then has no events from this worker)", cfg.Endpoint)
+}
+
+// run returns the exit code: 0 after a clean shutdown, 1 when the worker
+// failed (an engine that does not answer, a model mismatch), 2 for bad
+// flags.
+func run(args []string, env func(string) string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	wf := workerflags.Register(fs, env)
+	ef := registerEngine(envflag.New(fs, env))
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: worker --engine vllm|sglang|llamacpp --engine-url URL --model-path DIR|ORG/NAME [flags]")
+		fs.PrintDefaults()
+		fmt.Fprintln(stderr, "\nEvery engine flag can also be set as DYN_WORKER_<FLAG> (e.g. DYN_WORKER_ENGINE_URL). Engines: docs/engines.md.")
+		fmt.Fprint(stderr, workerflags.EnvHelp)
+		fmt.Fprint(stderr, obsflags.EnvHelp)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "worker: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	wcfg, rcfg, werr := wf.Configs()
+	bcfg, berr := ef.config()
+	if err := errors.Join(werr, berr); err != nil {
+		fmt.Fprintln(stderr, "worker:", err)
+		return 2
+	}
+	log := obsflags.Logger(stderr, env)
+	kv, err := newKVEventSource(ef.kv, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "worker:", err)
+		return 2
+	}
+	tcfg, err := obsflags.Tracing(env, "worker")
+	if err != nil {
+		fmt.Fprintln(stderr, "worker:", err)
+		return 2
+	}
+	wcfg.Logger, bcfg.Logger, bcfg.KVEvents = log, log, kv
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	tp, err := telemetry.New(ctx, tcfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "worker:", err)
+		return 1
+	}
+	defer func() {
+		if err := tp.Close(); err != nil {
+			log.Warn("worker: tracing", "err", err)
+		}
+	}()
+	wcfg.TracerProvider = tp.TracerProvider()
+	if err := runWorker(ctx, rcfg, wcfg, bcfg, log); err != nil {
+		fmt.Fprintln(stderr, "worker:", err)
+		return 1
+	}
+	return 0
+}
+
+// runWorker serves the bridge engine with its own runtime until ctx ends.
+func runWorker(ctx context.Context, rcfg runtime.Config, wcfg worker.Config, bcfg bridge.Config, log *slog.Logger) error {
+	eng, err := bridge.New(bcfg)
+	if err != nil {
+		return err
+	}
+	rt, err := runtime.New(ctx, rcfg, runtime.Deps{Logger: log, Registry: prometheus.NewRegistry(), TracerProvider: wcfg.TracerProvider})
+	if err != nil {
+		return err
+	}
+	return rungroup.Run(ctx, rt.Run, func(ctx context.Context) error { return worker.Run(ctx, rt, eng, wcfg) })
+}

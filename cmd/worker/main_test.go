@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynamo-go/dynamo/internal/testenv"
+	"github.com/dynamo-go/dynamo/pkg/bridge/bridgetest"
+)
+
+// With WORKER_RUN_MAIN=1 the test binary is the worker command itself, so
+// the tests below run real worker processes.
+func TestMain(m *testing.M) {
+	if os.Getenv("WORKER_RUN_MAIN") == "1" {
+		for i, a := range os.Args {
+			if a == "--" {
+				os.Exit(run(os.Args[i+1:], os.Getenv, os.Stderr))
+			}
+		}
+		os.Exit(2)
+	}
+	os.Exit(m.Run())
+}
+
+func workerCmd(env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), append(env, "WORKER_RUN_MAIN=1")...)
+	return cmd
+}
+
+var memEnv = []string{"DYN_DISCOVERY_BACKEND=mem", "DYN_TCP_RPC_HOST=127.0.0.1", "DYN_SYSTEM_PORT=0", "DYN_SYSTEM_HOST=127.0.0.1"}
+
+func TestBadFlagsExitTwoWithAReason(t *testing.T) {
+	model := []string{"--model-path", "../../models/demo"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{append([]string{"--engine-url", "http://127.0.0.1:1"}, model...), "--engine is required"},
+		{append([]string{"--engine", "tgi", "--engine-url", "http://127.0.0.1:1"}, model...), `--engine "tgi"`},
+		{append([]string{"--engine", "vllm"}, model...), "--engine-url is required"},
+		{append([]string{"--engine", "vllm", "--engine-url", "localhost:8000"}, model...), "want http://host:port"},
+		{append([]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1", "--engine-start-timeout", "soon"}, model...), "--engine-start-timeout"},
+		{append([]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1", "--context-length", "x"}, model...), "context-length"},
+		{append([]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1", "--kv-events-endpoint", "tcp://127.0.0.1:5557"}, model...), "no KV-event subscriber"},
+		{[]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1"}, "--model-path is required"},
+	} {
+		cmd := workerCmd(memEnv, tc.args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("worker %v: %v, stderr %q; want exit 2 mentioning %q", tc.args, err, stderr.String(), tc.want)
+		}
+	}
+}
+
+func TestHelpListsFlags(t *testing.T) {
+	cmd := workerCmd(nil, "--help")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, want := range []string{"-engine ", "-engine-url", "-engine-start-timeout", "10m0s", "-engine-model", "-context-length",
+		"-kv-block-size", "-kv-events-endpoint", "-kv-events-replay-endpoint", "-kv-events-topic", "-model-path", "-model-name",
+		"-endpoint", "-migration-limit", "-dyn-tool-call-parser", "-discovery-backend", "DYN_WORKER_"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
+
+// An engine that never answers: exit 1 with one clear line after the
+// bounded wait.
+func TestEngineThatDoesNotAnswerExitsOne(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := workerCmd(append(memEnv, "DYN_LOG=error"), "--engine", "sglang", "--engine-url", "http://"+addr,
+		"--engine-start-timeout", "1s", "--model-path", "../../models/demo")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(stderr.String(), "did not become ready within 1s") {
+		t.Fatalf("exit %v, stderr %q", err, stderr.String())
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+// The binary against a vLLM-dialect server: it waits for /health, reads
+// the model info and serves.
+func TestServesAVLLMEngine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	srv := bridgetest.New("vllm", bridgetest.Options{Model: "demo", Unhealthy: 2})
+	defer srv.Close()
+	var logs testenv.Buffer
+	cmd := workerCmd(append(memEnv, "DYN_LOG=info"), "--engine", "vllm", "--engine-url", srv.URL,
+		"--engine-model", "demo", "--model-path", "../../models/demo")
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("worker log:\n%s", logs.String())
+		}
+	})
+	testenv.WaitFor(t, 30*time.Second, "the worker to serve", func() bool {
+		return strings.Contains(logs.String(), "worker: serving")
+	})
+	if srv.HealthCalls() < 3 || !strings.Contains(logs.String(), "context_length=4096") {
+		t.Errorf("health calls %d; want the wait through two 503s and the engine's context length in the log", srv.HealthCalls())
+	}
+}

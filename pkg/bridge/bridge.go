@@ -1,0 +1,318 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/kvblock"
+)
+
+// The dialects New accepts.
+const (
+	DialectVLLM     = "vllm"
+	DialectSGLang   = "sglang"
+	DialectLlamaCpp = "llamacpp"
+)
+
+// Errors of New and Start.
+var (
+	// ErrInvalidConfig is wrapped by New's error for a bad Config.
+	ErrInvalidConfig = errors.New("bridge: invalid config")
+	// ErrNotReady is wrapped by Start's error when the engine did not
+	// become ready within Config.StartTimeout.
+	ErrNotReady = errors.New("bridge: engine not ready")
+	// ErrModelMismatch is wrapped by Start's error when the engine serves
+	// another model than Config.Model.
+	ErrModelMismatch = errors.New("bridge: model mismatch")
+	// ErrNotStarted is wrapped by Generate's error before Start succeeded.
+	ErrNotStarted = errors.New("bridge: engine not started")
+)
+
+// DefaultStartTimeout is Config.StartTimeout's default: loading a large
+// model can take minutes.
+const DefaultStartTimeout = 10 * time.Minute
+
+// Config configures an Engine.
+type Config struct {
+	// Dialect is the engine's HTTP API: "vllm", "sglang" or "llamacpp".
+	Dialect string
+	// URL is the engine server's base URL, e.g. http://127.0.0.1:8000.
+	URL string
+	// Model is the model the engine must serve; "" accepts what it
+	// serves. A mismatch fails Start with ErrModelMismatch.
+	Model string
+	// ContextLength is the maximum prompt+output length; 0 reads it from
+	// the engine (vLLM /v1/models max_model_len; SGLang /v1/models or
+	// /server_info context_length; llama.cpp /props n_ctx).
+	ContextLength int
+	// KVBlockSize is the engine's KV-cache block size, for KV-aware
+	// routing; 0 unknown.
+	KVBlockSize int
+	// StartTimeout bounds Start's wait for the engine to be ready
+	// (default DefaultStartTimeout). Progress is logged every few seconds.
+	StartTimeout time.Duration
+	// Client makes the HTTP requests; nil: one of the Engine's own, with
+	// no overall timeout (streams are long), closed by Cleanup.
+	Client *http.Client
+	// Logger receives the engine's log lines; nil discards them.
+	Logger *slog.Logger
+	// KVEvents, when set, runs from Start until Cleanup in a goroutine
+	// the Engine owns; every event it emits is published as the engine's
+	// KV event of data-parallel rank rank (a kvblock.RouterEvent with the
+	// worker's instance id). A return other than at Cleanup is logged.
+	KVEvents func(ctx context.Context, emit func(rank int, ev kvblock.KVCacheEvent)) error
+	// DataParallelSize is the number of ranks KVEvents publishes for
+	// (default 1).
+	DataParallelSize int
+}
+
+// Engine is a backend.Engine that forwards requests to an engine's HTTP
+// server. It also implements backend.KVEventSource (it reports ranks only
+// when Config.KVEvents is set). It is safe for concurrent use.
+type Engine struct {
+	cfg    Config
+	d      dialect
+	base   string // URL without a trailing slash
+	client *http.Client
+	own    bool // client is the Engine's own (closed by Cleanup)
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	pub      backend.EventPublisher
+	info     engineInfo // from Start
+	started  bool
+	cleaned  bool
+	cancelKV context.CancelFunc
+	kvDone   chan struct{}
+}
+
+var (
+	_ backend.Engine        = (*Engine)(nil)
+	_ backend.KVEventSource = (*Engine)(nil)
+)
+
+// New returns an Engine for cfg. It starts nothing and sends nothing.
+func New(cfg Config) (*Engine, error) {
+	d, err := dialectOf(cfg.Dialect)
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: engine URL %q: want http://host:port", ErrInvalidConfig, cfg.URL)
+	}
+	switch {
+	case cfg.ContextLength < 0:
+		return nil, fmt.Errorf("%w: context length %d must not be negative", ErrInvalidConfig, cfg.ContextLength)
+	case cfg.KVBlockSize < 0:
+		return nil, fmt.Errorf("%w: KV block size %d must not be negative", ErrInvalidConfig, cfg.KVBlockSize)
+	case cfg.StartTimeout < 0:
+		return nil, fmt.Errorf("%w: start timeout %v must not be negative", ErrInvalidConfig, cfg.StartTimeout)
+	case cfg.DataParallelSize < 0:
+		return nil, fmt.Errorf("%w: data-parallel size %d must not be negative", ErrInvalidConfig, cfg.DataParallelSize)
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	if cfg.DataParallelSize == 0 {
+		cfg.DataParallelSize = 1
+	}
+	e := &Engine{cfg: cfg, d: d, base: strings.TrimRight(cfg.URL, "/"), client: cfg.Client, log: cfg.Logger}
+	if e.client == nil {
+		e.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		e.own = true
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	return e, nil
+}
+
+// dialectOf returns the dialect called name.
+func dialectOf(name string) (dialect, error) {
+	switch name {
+	case DialectVLLM:
+		return vllm{}, nil
+	case DialectSGLang:
+		return sglang{}, nil
+	case DialectLlamaCpp:
+		return llamacpp{}, nil
+	}
+	return nil, fmt.Errorf("%w: dialect %q: want vllm, sglang or llamacpp", ErrInvalidConfig, name)
+}
+
+// KVEventSources returns the data-parallel ranks 0..DataParallelSize-1
+// when Config.KVEvents is set, else none.
+func (e *Engine) KVEventSources() []int {
+	if e.cfg.KVEvents == nil {
+		return nil
+	}
+	ranks := make([]int, e.cfg.DataParallelSize)
+	for i := range ranks {
+		ranks[i] = i
+	}
+	return ranks
+}
+
+// SetEventPublisher sets where KV events go; call it before Start.
+func (e *Engine) SetEventPublisher(p backend.EventPublisher) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.pub = p
+}
+
+// Start waits for the engine to be ready, checks the model it serves and
+// reads its context length, then starts the KV-event source.
+func (e *Engine) Start(ctx context.Context, workerID uint64) (backend.Config, error) {
+	e.mu.Lock()
+	if e.started || e.cleaned {
+		e.mu.Unlock()
+		return backend.Config{}, fmt.Errorf("bridge: Start called twice or after Cleanup")
+	}
+	e.mu.Unlock()
+	if err := e.waitReady(ctx); err != nil {
+		return backend.Config{}, err
+	}
+	info, err := e.d.info(ctx, e)
+	if err != nil {
+		return backend.Config{}, fmt.Errorf("bridge: %s engine at %s: model info: %w", e.cfg.Dialect, e.base, err)
+	}
+	if len(info.models) == 0 {
+		return backend.Config{}, fmt.Errorf("bridge: %s engine at %s reports no served model", e.cfg.Dialect, e.base)
+	}
+	info.served = info.models[0]
+	if want := e.cfg.Model; want != "" {
+		if !matches(info.models, want) {
+			return backend.Config{}, fmt.Errorf("%w: the %s engine at %s serves %q, not %q: start it with that model or pass the model it serves",
+				ErrModelMismatch, e.cfg.Dialect, e.base, strings.Join(info.models, `" / "`), want)
+		}
+		info.served = want
+	}
+	if e.cfg.ContextLength > 0 {
+		info.contextLength = e.cfg.ContextLength
+	}
+	if info.contextLength == 0 {
+		e.log.Warn("bridge: the engine does not report its context length; set it to advertise one", "dialect", e.cfg.Dialect, "url", e.base)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cleaned {
+		return backend.Config{}, fmt.Errorf("bridge: Cleanup ran during Start")
+	}
+	e.info, e.started = info, true
+	if e.cfg.KVEvents != nil {
+		e.startKVEvents(workerID)
+	}
+	e.log.Info("bridge: engine ready", "dialect", e.cfg.Dialect, "url", e.base, "model", info.served, "context_length", info.contextLength)
+	return backend.Config{
+		Model:            info.served,
+		ContextLength:    info.contextLength,
+		KVBlockSize:      e.cfg.KVBlockSize,
+		DataParallelSize: e.cfg.DataParallelSize,
+	}, nil
+}
+
+// matches reports whether the engine's names include want (a path's last
+// element counts: /models/Qwen3-0.6B serves Qwen3-0.6B and org/Qwen3-0.6B).
+func matches(names []string, want string) bool {
+	base := func(s string) string { return s[strings.LastIndex(strings.TrimRight(s, "/"), "/")+1:] }
+	for _, n := range names {
+		if n == want || strings.TrimRight(base(n), "/") == base(want) {
+			return true
+		}
+	}
+	return false
+}
+
+// startKVEvents runs Config.KVEvents until Cleanup; e.mu is held.
+func (e *Engine) startKVEvents(workerID uint64) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancelKV, e.kvDone = cancel, make(chan struct{})
+	pub := e.pub
+	emit := func(rank int, ev kvblock.KVCacheEvent) {
+		if pub == nil {
+			return
+		}
+		if err := pub.PublishKVEvent(ctx, rank, kvblock.RouterEvent{WorkerID: workerID, Event: ev}); err != nil && ctx.Err() == nil {
+			e.log.Warn("bridge: publish KV event", "rank", rank, "err", err)
+		}
+	}
+	go func() {
+		defer close(e.kvDone)
+		if err := e.cfg.KVEvents(ctx, emit); err != nil && ctx.Err() == nil {
+			e.log.Error("bridge: the KV-event source stopped; KV-aware routing gets no more events from this worker", "err", err)
+		}
+	}()
+}
+
+// Cleanup stops the KV-event source and closes idle connections. It is
+// idempotent and works without Start.
+func (e *Engine) Cleanup(ctx context.Context) error {
+	e.mu.Lock()
+	e.cleaned = true
+	cancel, done := e.cancelKV, e.kvDone
+	e.cancelKV = nil
+	e.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return fmt.Errorf("bridge: the KV-event source did not stop: %w", context.Cause(ctx))
+		}
+	}
+	if e.own {
+		e.client.CloseIdleConnections()
+	}
+	return nil
+}
+
+// waitReady polls the engine's health until it is ready or StartTimeout
+// passes, logging progress every few seconds.
+func (e *Engine) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.StartTimeout)
+	defer cancel()
+	start := time.Now()
+	lastLog := start
+	const poll, logEvery = 250 * time.Millisecond, 5 * time.Second
+	for {
+		err := e.d.health(ctx, e)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			why := err.Error()
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("%w: the %s engine at %s did not become ready within %v (last: %s)", ErrNotReady, e.cfg.Dialect, e.base, e.cfg.StartTimeout, why)
+			}
+			return fmt.Errorf("%w: waiting for the %s engine at %s: %w (last: %s)", ErrNotReady, e.cfg.Dialect, e.base, context.Cause(ctx), why)
+		}
+		if time.Since(lastLog) >= logEvery {
+			lastLog = time.Now()
+			e.log.Info("bridge: waiting for the engine", "dialect", e.cfg.Dialect, "url", e.base,
+				"waited", time.Since(start).Round(time.Second), "timeout", e.cfg.StartTimeout, "status", err.Error())
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// startedInfo returns the engine's info from Start, and whether Start
+// succeeded.
+func (e *Engine) startedInfo() (engineInfo, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.info, e.started
+}

@@ -1,0 +1,337 @@
+// Package bridgetest is a fake engine HTTP server for testing
+// pkg/bridge and the worker binary: it speaks the vLLM, SGLang or
+// llama.cpp dialect faithfully enough for the bridge (token ids in, a
+// streamed answer of token ids out, finish reasons, usage, /health, model
+// info) and notices when a client disconnects mid-stream.
+package bridgetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options shape a Server.
+type Options struct {
+	// Model is the served model name (default "fake-model").
+	Model string
+	// ContextLength is reported by the model info (default 4096).
+	ContextLength int
+	// Unhealthy makes /health answer 503 this many times first.
+	Unhealthy int
+	// TokenDelay is the time between streamed tokens (default 1 ms).
+	TokenDelay time.Duration
+	// DefaultTokens is the answer's length when the request sets none
+	// (default 16); it then ends with EOS id 2.
+	DefaultTokens int
+	// BreakAfter, when positive, cuts the connection after that many
+	// tokens without an end.
+	BreakAfter int
+	// Status, when set, is the status of every generation request, with
+	// an error body carrying StatusMessage.
+	Status        int
+	StatusMessage string
+}
+
+// Server is a running fake engine. Its fields are read with the methods.
+type Server struct {
+	*httptest.Server
+	dialect string
+	opts    Options
+
+	mu       sync.Mutex
+	bodies   []map[string]any
+	unhealth int
+	aborted  chan struct{} // one send per request the client abandoned
+	health   atomic.Int64
+}
+
+// EOS is the fake model's end-of-sequence id.
+const EOS = 2
+
+// New starts a Server speaking dialect ("vllm", "sglang", "llamacpp") on
+// loopback. Close it when done.
+func New(dialect string, opts Options) *Server {
+	if opts.Model == "" {
+		opts.Model = "fake-model"
+	}
+	if opts.ContextLength == 0 {
+		opts.ContextLength = 4096
+	}
+	if opts.TokenDelay == 0 {
+		opts.TokenDelay = time.Millisecond
+	}
+	if opts.DefaultTokens == 0 {
+		opts.DefaultTokens = 16
+	}
+	s := &Server{dialect: dialect, opts: opts, unhealth: opts.Unhealthy, aborted: make(chan struct{}, 1024)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{map[string]any{
+			"id": opts.Model, "object": "model", "root": opts.Model, "max_model_len": opts.ContextLength}}})
+	})
+	switch dialect {
+	case "vllm":
+		mux.HandleFunc("POST /v1/completions", s.generate)
+	case "sglang":
+		mux.HandleFunc("GET /get_model_info", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, 200, map[string]any{"model_path": opts.Model, "is_generation": true})
+		})
+		mux.HandleFunc("POST /generate", s.generate)
+	case "llamacpp":
+		mux.HandleFunc("GET /props", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, 200, map[string]any{"model_path": "/models/" + opts.Model + ".gguf",
+				"default_generation_settings": map[string]any{"n_ctx": opts.ContextLength}})
+		})
+		mux.HandleFunc("POST /completion", s.generate)
+	default:
+		panic("bridgetest: unknown dialect " + dialect)
+	}
+	s.Server = httptest.NewServer(mux)
+	return s
+}
+
+// Bodies returns the JSON bodies of the generation requests received.
+func (s *Server) Bodies() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]map[string]any(nil), s.bodies...)
+}
+
+// Aborted receives once per generation request the client abandoned
+// before its end.
+func (s *Server) Aborted() <-chan struct{} { return s.aborted }
+
+// HealthCalls returns how many times /health was asked.
+func (s *Server) HealthCalls() int { return int(s.health.Load()) }
+
+func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
+	s.health.Add(1)
+	s.mu.Lock()
+	sick := s.unhealth > 0
+	if sick {
+		s.unhealth--
+	}
+	s.mu.Unlock()
+	if sick {
+		writeJSON(w, 503, map[string]any{"error": map[string]any{"code": 503, "message": "Loading model", "type": "unavailable_error"}})
+		return
+	}
+	if s.dialect == "llamacpp" {
+		writeJSON(w, 200, map[string]any{"status": "ok"})
+		return
+	}
+	w.WriteHeader(200)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// num reads a JSON number field.
+func num(m map[string]any, key string) (int, bool) {
+	f, ok := m[key].(float64)
+	return int(f), ok
+}
+
+func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeJSON(w, 400, map[string]any{"error": map[string]any{"message": err.Error(), "code": 400}})
+		return
+	}
+	s.mu.Lock()
+	s.bodies = append(s.bodies, body)
+	s.mu.Unlock()
+	if s.opts.Status != 0 {
+		writeJSON(w, s.opts.Status, map[string]any{"error": map[string]any{"message": s.opts.StatusMessage, "code": s.opts.Status}})
+		return
+	}
+	var prompt []any
+	var limit int
+	var hasLimit bool
+	var stops []any
+	sampling := body
+	switch s.dialect {
+	case "vllm":
+		if m, _ := body["model"].(string); m != "" && m != s.opts.Model {
+			writeJSON(w, 404, map[string]any{"error": map[string]any{"message": fmt.Sprintf("The model `%s` does not exist.", m), "code": 404}})
+			return
+		}
+		prompt, _ = body["prompt"].([]any)
+		limit, hasLimit = num(body, "max_tokens")
+		stops, _ = body["stop_token_ids"].([]any)
+	case "sglang":
+		prompt, _ = body["input_ids"].([]any)
+		sampling, _ = body["sampling_params"].(map[string]any)
+		limit, hasLimit = num(sampling, "max_new_tokens")
+		stops, _ = sampling["stop_token_ids"].([]any)
+	case "llamacpp":
+		prompt, _ = body["prompt"].([]any)
+		limit, hasLimit = num(body, "n_predict")
+		hasLimit = hasLimit && limit >= 0
+	}
+	if len(prompt) == 0 {
+		writeJSON(w, 400, map[string]any{"error": map[string]any{"message": "empty prompt", "code": 400}})
+		return
+	}
+	if !hasLimit {
+		limit = s.opts.DefaultTokens
+	}
+	stopSet := map[int]bool{}
+	for _, v := range stops {
+		if f, ok := v.(float64); ok {
+			stopSet[int(f)] = true
+		}
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(200)
+	fl := w.(http.Flusher)
+	fl.Flush()
+	st := &stream{s: s, w: w, fl: fl, prompt: len(prompt), logprobs: body["logprobs"] != nil || body["return_logprob"] == true || body["n_probs"] != nil}
+	for i := 0; ; i++ {
+		// Token i: EOS at DefaultTokens when no limit was asked for, a
+		// stop id when it is one, else 1000+i.
+		if i == limit {
+			st.finish("length", nil)
+			return
+		}
+		tok := 1000 + i
+		// A request without its own limit (none, or the context's room
+		// the bridge fills in) ends with EOS.
+		if (!hasLimit || limit == s.opts.ContextLength-len(prompt)) && i == s.opts.DefaultTokens-1 {
+			tok = EOS
+		}
+		if s.opts.BreakAfter > 0 && i == s.opts.BreakAfter {
+			hj, ok := w.(http.Hijacker)
+			if ok {
+				if c, _, err := hj.Hijack(); err == nil {
+					_ = c.Close()
+				}
+			}
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			s.aborted <- struct{}{}
+			return
+		case <-time.After(s.opts.TokenDelay):
+		}
+		st.tokens = append(st.tokens, tok)
+		if tok == EOS {
+			st.finish("stop", tok)
+			return
+		}
+		if stopSet[tok] {
+			st.finish("stop", tok)
+			return
+		}
+		st.send([]int{tok}, nil)
+	}
+}
+
+// stream writes one answer in the server's dialect.
+type stream struct {
+	s        *Server
+	w        http.ResponseWriter
+	fl       http.Flusher
+	prompt   int
+	tokens   []int
+	logprobs bool
+}
+
+func (st *stream) event(v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(st.w, "data: %s\n\n", b)
+	st.fl.Flush()
+}
+
+// send writes a chunk of new tokens; reason is nil, or the finish.
+func (st *stream) send(toks []int, finish map[string]any) {
+	n := len(st.tokens)
+	switch st.s.dialect {
+	case "vllm":
+		ch := map[string]any{"index": 0, "text": "x", "token_ids": toks, "finish_reason": nil, "stop_reason": nil}
+		if finish != nil {
+			ch["finish_reason"], ch["stop_reason"] = finish["reason"], finish["matched"]
+		}
+		if st.logprobs && len(toks) > 0 {
+			lps, tops, names := []float64{}, []map[string]float64{}, []string{}
+			for _, t := range toks {
+				lps = append(lps, -0.5)
+				names = append(names, fmt.Sprintf("token_id:%d", t))
+				tops = append(tops, map[string]float64{fmt.Sprintf("token_id:%d", t): -0.5, "token_id:7": -1.5})
+			}
+			ch["logprobs"] = map[string]any{"tokens": names, "token_logprobs": lps, "top_logprobs": tops, "text_offset": []int{0}}
+		}
+		st.event(map[string]any{"id": "cmpl-1", "object": "text_completion", "model": st.s.opts.Model, "choices": []any{ch}})
+	case "sglang":
+		all := append([]int{}, st.tokens...) // cumulative, SGLang's default
+		mi := map[string]any{"id": "rid", "prompt_tokens": st.prompt, "completion_tokens": n, "cached_tokens": 1, "finish_reason": nil}
+		if finish != nil {
+			switch finish["reason"] {
+			case "length":
+				mi["finish_reason"] = map[string]any{"type": "length", "length": n}
+			default:
+				mi["finish_reason"] = map[string]any{"type": "stop", "matched": finish["matched"]}
+			}
+		}
+		if st.logprobs {
+			var lps []any
+			var tops []any
+			for _, t := range all {
+				lps = append(lps, []any{-0.5, t, nil})
+				tops = append(tops, []any{[]any{-0.5, t, nil}, []any{-1.5, 7, nil}})
+			}
+			mi["output_token_logprobs"], mi["output_top_logprobs"] = lps, tops
+		}
+		st.event(map[string]any{"text": "x", "output_ids": all, "meta_info": mi})
+	case "llamacpp":
+		c := map[string]any{"index": 0, "content": "x", "tokens": toks, "stop": false, "id_slot": 0}
+		if st.logprobs && len(toks) > 0 {
+			var probs []any
+			for _, t := range toks {
+				probs = append(probs, map[string]any{"id": t, "token": "x", "logprob": -0.5, "bytes": []int{120},
+					"top_logprobs": []any{map[string]any{"id": t, "token": "x", "logprob": -0.5}, map[string]any{"id": 7, "token": "y", "logprob": -1.5}}})
+			}
+			c["completion_probabilities"] = probs
+		}
+		st.event(c)
+		if finish != nil {
+			stopType := map[string]string{"length": "limit", "stop": "eos"}[finish["reason"].(string)]
+			st.event(map[string]any{"content": "", "tokens": []int{}, "stop": true, "stop_type": stopType, "stopping_word": "",
+				"tokens_predicted": n, "tokens_evaluated": st.prompt, "timings": map[string]any{"cache_n": 1, "prompt_n": st.prompt - 1}})
+		}
+	}
+}
+
+// finish writes the last chunk (with the finishing token, if any), the
+// usage and the end marker.
+func (st *stream) finish(reason string, matched any) {
+	var toks []int
+	if matched != nil {
+		toks = []int{matched.(int)}
+	}
+	fin := map[string]any{"reason": reason, "matched": matched}
+	if reason == "stop" && matched == EOS && st.s.dialect == "vllm" {
+		fin["matched"] = nil // vLLM's stop_reason is null for EOS
+	}
+	st.send(toks, fin)
+	if st.s.dialect == "vllm" {
+		n := len(st.tokens)
+		st.event(map[string]any{"id": "cmpl-1", "object": "text_completion", "model": st.s.opts.Model, "choices": []any{},
+			"usage": map[string]any{"prompt_tokens": st.prompt, "completion_tokens": n, "total_tokens": st.prompt + n,
+				"prompt_tokens_details": map[string]any{"cached_tokens": 1}}})
+	}
+	if st.s.dialect != "llamacpp" {
+		fmt.Fprint(st.w, "data: [DONE]\n\n")
+		st.fl.Flush()
+	}
+}

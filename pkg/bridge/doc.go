@@ -1,0 +1,28 @@
+// Package bridge is a backend.Engine that drives a real inference engine's
+// HTTP server with token ids: vLLM (POST /v1/completions with a token-id
+// prompt and return_token_ids), SGLang (POST /generate with input_ids) or
+// llama.cpp (POST /completion with a token-array prompt and
+// return_tokens). The frontend tokenizes and detokenizes; the bridge
+// sends token ids and streams token ids back.
+//
+// Lifecycle: New checks the Config and starts nothing. Start waits until
+// the engine's /health answers (bounded by Config.StartTimeout), checks
+// the model it serves and reads its context length, and runs the KV-event
+// source (Config.KVEvents) in a goroutine the Engine owns. Generate may be
+// called concurrently, once per request: one engine HTTP request each.
+// Cleanup stops the KV-event source and closes idle connections; it is
+// idempotent.
+//
+// Stop and kill: closing the HTTP response aborts the request in all
+// three engines (they abort on client disconnect). A stopped request ends
+// with a FinishCancelled output; a killed one returns the context's cause.
+//
+// Errors: what a dialect cannot express (n > 1 on llama.cpp, a regex on
+// llama.cpp, ...) is refused before anything is sent, with an error
+// wrapping backend.ErrInvalidArgument; so is an HTTP 4xx from the engine
+// (with the engine's message). An engine that cannot be reached gives
+// backend.ErrCannotConnect; a stream that breaks before its end gives
+// backend.ErrStreamIncomplete, which the frontend's migration stage treats
+// as a dead stream and re-issues elsewhere. Start fails with ErrNotReady
+// or ErrModelMismatch.
+package bridge

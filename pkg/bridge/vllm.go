@@ -1,0 +1,360 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/dynamo-go/dynamo/pkg/backend"
+)
+
+// vllm speaks vLLM's OpenAI-compatible server: POST /v1/completions with
+// the prompt as token ids, return_token_ids (vLLM >= 0.10.2: each stream
+// choice carries the new ids in token_ids) and stream_options.include_usage
+// (the last chunk carries usage and no choices).
+type vllm struct{}
+
+// vllmRequest is the body of POST /v1/completions (vLLM's
+// CompletionRequest, the fields the bridge uses).
+type vllmRequest struct {
+	Model                  string          `json:"model,omitempty"`
+	Prompt                 []uint32        `json:"prompt"`
+	Stream                 bool            `json:"stream"`
+	StreamOptions          vllmStreamOpts  `json:"stream_options"`
+	ReturnTokenIDs         bool            `json:"return_token_ids"`
+	MaxTokens              *uint32         `json:"max_tokens,omitempty"`
+	MinTokens              *uint32         `json:"min_tokens,omitempty"`
+	IgnoreEOS              *bool           `json:"ignore_eos,omitempty"`
+	StopTokenIDs           []uint32        `json:"stop_token_ids,omitempty"`
+	IncludeStopStrInOutput *bool           `json:"include_stop_str_in_output,omitempty"`
+	Temperature            *float64        `json:"temperature,omitempty"`
+	TopP                   *float64        `json:"top_p,omitempty"`
+	TopK                   *int            `json:"top_k,omitempty"`
+	MinP                   *float64        `json:"min_p,omitempty"`
+	Seed                   *int64          `json:"seed,omitempty"`
+	PresencePenalty        *float64        `json:"presence_penalty,omitempty"`
+	FrequencyPenalty       *float64        `json:"frequency_penalty,omitempty"`
+	RepetitionPenalty      *float64        `json:"repetition_penalty,omitempty"`
+	N                      *int            `json:"n,omitempty"`
+	UseBeamSearch          *bool           `json:"use_beam_search,omitempty"`
+	LengthPenalty          *float64        `json:"length_penalty,omitempty"`
+	Logprobs               *uint32         `json:"logprobs,omitempty"`
+	ReturnTokensAsTokenIDs *bool           `json:"return_tokens_as_token_ids,omitempty"`
+	SkipSpecialTokens      bool            `json:"skip_special_tokens"`
+	StructuredOutputs      *vllmStructured `json:"structured_outputs,omitempty"`
+	CacheSalt              *string         `json:"cache_salt,omitempty"`
+	Priority               *int            `json:"priority,omitempty"`
+}
+
+type vllmStreamOpts struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// vllmStructured is vLLM's StructuredOutputsParams (the structured_outputs
+// field, which replaced the guided_* fields).
+type vllmStructured struct {
+	JSON              json.RawMessage `json:"json,omitempty"`
+	Regex             string          `json:"regex,omitempty"`
+	Choice            []string        `json:"choice,omitempty"`
+	Grammar           string          `json:"grammar,omitempty"`
+	WhitespacePattern string          `json:"whitespace_pattern,omitempty"`
+	StructuralTag     string          `json:"structural_tag,omitempty"`
+}
+
+func (vllm) health(ctx context.Context, e *Engine) error { return e.getOK(ctx, "/health") }
+
+func (vllm) info(ctx context.Context, e *Engine) (engineInfo, error) {
+	var models struct {
+		Data []struct {
+			ID          string `json:"id"`
+			Root        string `json:"root"`
+			MaxModelLen int    `json:"max_model_len"`
+		} `json:"data"`
+	}
+	if err := e.getJSON(ctx, "/v1/models", &models); err != nil {
+		return engineInfo{}, err
+	}
+	var info engineInfo
+	for _, m := range models.Data {
+		info.models = append(info.models, m.ID)
+		if m.Root != "" && m.Root != m.ID {
+			info.models = append(info.models, m.Root)
+		}
+		if m.MaxModelLen > 0 && info.contextLength == 0 {
+			info.contextLength = m.MaxModelLen
+		}
+	}
+	return info, nil
+}
+
+func (vllm) request(req *backend.Request, info engineInfo) (string, any, error) {
+	so, sc := req.SamplingOptions, req.StopConditions
+	body := vllmRequest{
+		Model:                  info.served,
+		Prompt:                 req.TokenIDs,
+		Stream:                 true,
+		StreamOptions:          vllmStreamOpts{IncludeUsage: true},
+		ReturnTokenIDs:         true,
+		MaxTokens:              maxTokens(req, info),
+		MinTokens:              sc.MinTokens,
+		IgnoreEOS:              sc.IgnoreEOS,
+		StopTokenIDs:           stopTokenIDs(req),
+		IncludeStopStrInOutput: so.IncludeStopStrInOutput,
+		Temperature:            so.Temperature,
+		TopP:                   so.TopP,
+		TopK:                   so.TopK,
+		MinP:                   so.MinP,
+		Seed:                   so.Seed,
+		PresencePenalty:        so.PresencePenalty,
+		FrequencyPenalty:       so.FrequencyPenalty,
+		RepetitionPenalty:      so.RepetitionPenalty,
+		N:                      so.N,
+		UseBeamSearch:          so.UseBeamSearch,
+		LengthPenalty:          so.LengthPenalty,
+	}
+	if so.BestOf != nil && *so.BestOf > 1 {
+		return "", nil, refuse(DialectVLLM, "best_of %d (its OpenAI server dropped best_of)", *so.BestOf)
+	}
+	if lp := req.OutputOptions.Logprobs; lp != nil {
+		body.Logprobs = lp
+		body.ReturnTokensAsTokenIDs = backend.Ptr(true)
+	}
+	if p := req.OutputOptions.PromptLogprobs; p != nil && *p > 0 {
+		return "", nil, refuse(DialectVLLM, "prompt_logprobs when streaming")
+	}
+	if r := req.Routing; r != nil {
+		body.CacheSalt, body.Priority = r.CacheSalt, r.Priority
+	}
+	g, err := guidedOf(req)
+	if err != nil {
+		return "", nil, err
+	}
+	if g != nil {
+		s := &vllmStructured{JSON: g.JSON, Regex: g.Regex, Choice: g.Choice, Grammar: g.Grammar, WhitespacePattern: g.WhitespacePattern}
+		if len(g.StructuralTag) > 0 {
+			s.StructuralTag = schemaText(g.StructuralTag)
+		}
+		body.StructuredOutputs = s
+	}
+	return "/v1/completions", body, nil
+}
+
+// vllmChunk is one streamed CompletionStreamResponse.
+type vllmChunk struct {
+	Choices []struct {
+		Index        int             `json:"index"`
+		TokenIDs     []uint32        `json:"token_ids"`
+		FinishReason *string         `json:"finish_reason"`
+		StopReason   json.RawMessage `json:"stop_reason"`
+		Logprobs     *struct {
+			Tokens        []string             `json:"tokens"`
+			TokenLogprobs []*float64           `json:"token_logprobs"`
+			TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+		} `json:"logprobs"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// vllmChoice is the state of one choice of a stream.
+type vllmChoice struct {
+	emitted int
+	finish  *backend.Output // its terminal, held until the usage arrives
+}
+
+type vllmDecoder struct {
+	req     *backend.Request
+	n       int
+	choices []vllmChoice
+	prompt  int
+	cached  int
+}
+
+func (vllm) decoder(req *backend.Request) streamDecoder {
+	n := 1
+	if req.SamplingOptions.N != nil && *req.SamplingOptions.N > 1 {
+		n = *req.SamplingOptions.N
+	}
+	return &vllmDecoder{req: req, n: n, choices: make([]vllmChoice, n), prompt: len(req.TokenIDs)}
+}
+
+func (d *vllmDecoder) index(i int) *uint32 {
+	if d.n <= 1 {
+		return nil
+	}
+	return backend.Ptr(uint32(i))
+}
+
+func (d *vllmDecoder) event(field string, data []byte) ([]*backend.Output, bool, error) {
+	if field == "error" {
+		return nil, false, streamError(DialectVLLM, data)
+	}
+	if strings.TrimSpace(string(data)) == "[DONE]" {
+		outs, err := d.end()
+		return outs, true, err
+	}
+	var c vllmChunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, false, fmt.Errorf("bridge: %w: the vllm engine sent a malformed chunk: %v", backend.ErrStreamIncomplete, err)
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		return nil, false, streamError(DialectVLLM, data)
+	}
+	var outs []*backend.Output
+	for _, ch := range c.Choices {
+		if ch.Index < 0 || ch.Index >= d.n {
+			return outs, false, fmt.Errorf("bridge: %w: the vllm engine sent choice %d of %d", backend.ErrStreamIncomplete, ch.Index, d.n)
+		}
+		st := &d.choices[ch.Index]
+		if st.finish != nil {
+			continue
+		}
+		o := &backend.Output{TokenIDs: ch.TokenIDs, Index: d.index(ch.Index)}
+		if o.TokenIDs == nil {
+			o.TokenIDs = []uint32{}
+		}
+		if lp := ch.Logprobs; lp != nil && d.req.OutputOptions.Logprobs != nil {
+			vllmLogprobs(o, lp.TokenLogprobs, lp.Tokens, lp.TopLogprobs)
+		}
+		st.emitted += len(ch.TokenIDs)
+		if ch.FinishReason == nil {
+			if len(o.TokenIDs) > 0 {
+				outs = append(outs, o)
+			}
+			continue
+		}
+		o.FinishReason = &backend.FinishReason{Kind: d.finish(*ch.FinishReason, ch.StopReason)}
+		if o.FinishReason.Kind == backend.FinishError {
+			o.FinishReason.Message = "the vllm engine ended the request with an error"
+		}
+		st.finish = o
+	}
+	if u := c.Usage; u != nil {
+		if u.PromptTokens > 0 {
+			d.prompt = u.PromptTokens
+		}
+		if u.PromptTokensDetails != nil {
+			d.cached = u.PromptTokensDetails.CachedTokens
+		}
+	}
+	return outs, false, nil
+}
+
+// finish maps vLLM's finish_reason (and stop_reason: the stop token id,
+// null for EOS) to a finish kind.
+func (d *vllmDecoder) finish(reason string, stopReason json.RawMessage) backend.FinishKind {
+	switch reason {
+	case "length":
+		return backend.FinishLength
+	case "abort":
+		return backend.FinishCancelled
+	case "error":
+		return backend.FinishError
+	case "content_filter":
+		return backend.FinishContentFilter
+	}
+	var id uint32
+	if json.Unmarshal(stopReason, &id) == nil {
+		return finishOfStop(d.req, id)
+	}
+	var s string
+	if json.Unmarshal(stopReason, &s) == nil && s != "" {
+		return backend.FinishStop
+	}
+	return backend.FinishEOS
+}
+
+// terminals returns the held terminals of the finished choices, with
+// their usage, and marks them sent.
+func (d *vllmDecoder) terminals(cancel bool) []*backend.Output {
+	var outs []*backend.Output
+	for i := range d.choices {
+		st := &d.choices[i]
+		o := st.finish
+		if o == nil && !cancel {
+			continue
+		}
+		if o == nil {
+			o = backend.Cancelled()
+			o.Index = d.index(i)
+		}
+		outs = append(outs, usage(o, d.prompt, st.emitted, d.cached))
+		st.finish = &backend.Output{} // sent
+	}
+	return outs
+}
+
+func (d *vllmDecoder) end() ([]*backend.Output, error) {
+	for i, st := range d.choices {
+		if st.finish == nil {
+			return nil, incomplete(DialectVLLM, fmt.Sprintf("before choice %d finished (%d tokens)", i, st.emitted))
+		}
+	}
+	return d.terminals(false), nil
+}
+
+func (d *vllmDecoder) cancelled() []*backend.Output { return d.terminals(true) }
+
+// vllmLogprobs sets o's logprobs from vLLM's completions logprobs, whose
+// tokens are "token_id:<id>" (return_tokens_as_token_ids).
+func vllmLogprobs(o *backend.Output, lps []*float64, tokens []string, top []map[string]float64) {
+	for i := range o.TokenIDs {
+		lp := 0.0
+		if i < len(lps) && lps[i] != nil {
+			lp = *lps[i]
+		}
+		o.LogProbs = append(o.LogProbs, lp)
+	}
+	if len(top) == 0 {
+		return
+	}
+	all := make([][]topLogprob, 0, len(o.TokenIDs))
+	for i := range o.TokenIDs {
+		var alts []topLogprob
+		if i < len(top) {
+			for tok, lp := range top[i] {
+				id, ok := tokenIDOf(tok)
+				if !ok {
+					continue
+				}
+				if math.IsInf(lp, -1) {
+					lp = -9999
+				}
+				alts = append(alts, topLogprob{TokenID: id, Logprob: lp})
+			}
+		}
+		sort.Slice(alts, func(a, b int) bool {
+			if alts[a].Logprob != alts[b].Logprob {
+				return alts[a].Logprob > alts[b].Logprob
+			}
+			return alts[a].TokenID < alts[b].TokenID
+		})
+		for r := range alts {
+			alts[r].Rank = r + 1
+		}
+		all = append(all, alts)
+	}
+	if b, err := json.Marshal(all); err == nil {
+		o.TopLogprobs = b
+	}
+}
+
+// tokenIDOf reads vLLM's "token_id:<id>" token spelling.
+func tokenIDOf(s string) (uint32, bool) {
+	v, ok := strings.CutPrefix(s, "token_id:")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(v, 10, 32)
+	return uint32(id), err == nil
+}
