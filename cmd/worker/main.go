@@ -32,6 +32,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/bridge"
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
+	"github.com/dynamo-go/dynamo/pkg/kvevents"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
@@ -74,8 +75,8 @@ func registerEngine(s *envflag.Set) *engineFlags {
 		kvBlockSize:   s.Int("kv-block-size", 0, "the engine's KV-cache block size (vLLM --block-size, SGLang --page-size), for KV-aware routing (0 unknown)", env("kv-block-size")),
 		dpSize:        s.Int("data-parallel-size", 1, "data-parallel ranks of the engine (KV events are published per rank)", env("data-parallel-size")),
 	}
-	s.FlagSet().StringVar(&f.kv.Endpoint, "kv-events-endpoint", "", "the engine's ZeroMQ KV-event publisher, tcp://host:port (vLLM/SGLang --kv-events-config endpoint); not wired yet")
-	s.FlagSet().StringVar(&f.kv.ReplayEndpoint, "kv-events-replay-endpoint", "", "the engine's KV-event replay socket, tcp://host:port; not wired yet")
+	s.FlagSet().StringVar(&f.kv.Endpoint, "kv-events-endpoint", "", "the engine's ZeroMQ KV-event publisher, tcp://host:port (vLLM/SGLang --kv-events-config endpoint), for KV-aware routing; needs --kv-block-size")
+	s.FlagSet().StringVar(&f.kv.ReplayEndpoint, "kv-events-replay-endpoint", "", "the engine's KV-event replay socket, tcp://host:port: missed events are fetched from it (\"\" for none: a gap is logged and counted)")
 	s.FlagSet().StringVar(&f.kv.Topic, "kv-events-topic", "", "topic of the engine's KV events (\"\" for all)")
 	return f
 }
@@ -112,15 +113,30 @@ func (f *engineFlags) config() (bridge.Config, error) {
 	return cfg, nil
 }
 
-// newKVEventSource is where the KV-event subscriber plugs in: it returns
-// the bridge's Config.KVEvents for the --kv-events-* flags. It is a
-// variable so that the ZeroMQ subscriber (pkg/kvevents) can be connected
-// in one place; until then a set endpoint is refused.
-var newKVEventSource = func(cfg kvEventsConfig, log *slog.Logger) (func(ctx context.Context, emit func(rank int, ev kvblock.KVCacheEvent)) error, error) {
-	if cfg.Endpoint == "" && cfg.ReplayEndpoint == "" {
+// newKVEventSource returns the bridge's Config.KVEvents for the
+// --kv-events-* flags: a ZeroMQ subscriber of the engine's KV events
+// (pkg/kvevents), or nil when no endpoint is given. The events' token ids
+// are cut into blocks of --kv-block-size, which it therefore needs.
+func newKVEventSource(cfg kvEventsConfig, blockSize int, reg prometheus.Registerer, log *slog.Logger) (func(ctx context.Context, emit func(rank int, ev kvblock.KVCacheEvent)) error, error) {
+	if cfg.Endpoint == "" {
+		if cfg.ReplayEndpoint != "" {
+			return nil, errors.New("--kv-events-replay-endpoint needs --kv-events-endpoint")
+		}
 		return nil, nil
 	}
-	return nil, fmt.Errorf("--kv-events-endpoint %q: this build has no KV-event subscriber yet (run without it; KV-aware routing then has no events from this worker)", cfg.Endpoint)
+	if blockSize <= 0 {
+		return nil, fmt.Errorf("--kv-events-endpoint %q needs --kv-block-size (the engine's block size: vLLM --block-size, SGLang --page-size)", cfg.Endpoint)
+	}
+	met, err := kvevents.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := kvevents.New(kvevents.Config{Endpoint: cfg.Endpoint, ReplayEndpoint: cfg.ReplayEndpoint, Topic: cfg.Topic,
+		BlockSize: blockSize, Logger: log, Metrics: met})
+	if err != nil {
+		return nil, fmt.Errorf("--kv-events-endpoint: %w", err)
+	}
+	return sub.Run, nil
 }
 
 // run returns the exit code: 0 after a clean shutdown, 1 when the worker
@@ -155,7 +171,8 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		return 2
 	}
 	log := obsflags.Logger(stderr, env)
-	kv, err := newKVEventSource(ef.kv, log)
+	reg := prometheus.NewRegistry()
+	kv, err := newKVEventSource(ef.kv, bcfg.KVBlockSize, reg, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "worker:", err)
 		return 2
@@ -180,7 +197,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		}
 	}()
 	wcfg.TracerProvider = tp.TracerProvider()
-	if err := runWorker(ctx, rcfg, wcfg, bcfg, log); err != nil {
+	if err := runWorker(ctx, rcfg, wcfg, bcfg, reg, log); err != nil {
 		fmt.Fprintln(stderr, "worker:", err)
 		return 1
 	}
@@ -188,12 +205,12 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 }
 
 // runWorker serves the bridge engine with its own runtime until ctx ends.
-func runWorker(ctx context.Context, rcfg runtime.Config, wcfg worker.Config, bcfg bridge.Config, log *slog.Logger) error {
+func runWorker(ctx context.Context, rcfg runtime.Config, wcfg worker.Config, bcfg bridge.Config, reg *prometheus.Registry, log *slog.Logger) error {
 	eng, err := bridge.New(bcfg)
 	if err != nil {
 		return err
 	}
-	rt, err := runtime.New(ctx, rcfg, runtime.Deps{Logger: log, Registry: prometheus.NewRegistry(), TracerProvider: wcfg.TracerProvider})
+	rt, err := runtime.New(ctx, rcfg, runtime.Deps{Logger: log, Registry: reg, TracerProvider: wcfg.TracerProvider})
 	if err != nil {
 		return err
 	}
