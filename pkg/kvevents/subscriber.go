@@ -250,11 +250,34 @@ type replayed struct {
 // replay asks the engine's ROUTER socket for the batches from seq on: the
 // request is [empty, seq as 8 bytes big endian] from a DEALER (the ROUTER
 // sees [identity, empty, seq]); each answer is [empty, seq, payload] and
-// the last one has seq -1 and an empty payload.
+// the last one has seq -1 and an empty payload. A request that gets no
+// complete answer in time (a ROUTER may drop what a peer sends before the
+// connection's handshake settled) is sent again on a new connection, with
+// a longer wait each time, within ReplayTimeout: replays are idempotent.
 func (st *stream) replay(ctx context.Context, from uint64) ([]replayed, error) {
 	rctx, cancel := context.WithTimeout(ctx, st.s.cfg.ReplayTimeout)
 	defer cancel()
-	d := zmq4.NewDealer(rctx, zmq4.WithLogger(st.zmqLogger()),
+	wait := replayAttempt
+	for {
+		out, err := st.replayOnce(rctx, from, wait)
+		if err == nil || rctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return out, err
+		}
+		st.s.log.Debug("kvevents: replay unanswered; asking again", "from", from, "waited", wait)
+		wait *= 2
+	}
+}
+
+// replayAttempt is how long the first replay request waits for its
+// complete answer.
+const replayAttempt = 500 * time.Millisecond
+
+// replayOnce makes one replay request on a new connection and waits at
+// most wait for the whole answer.
+func (st *stream) replayOnce(ctx context.Context, from uint64, wait time.Duration) ([]replayed, error) {
+	actx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	d := zmq4.NewDealer(actx, zmq4.WithLogger(st.zmqLogger()),
 		zmq4.WithDialerRetry(dialRetry), zmq4.WithDialerMaxRetries(-1))
 	defer d.Close()
 	if err := d.Dial(st.s.cfg.ReplayEndpoint); err != nil {
@@ -269,6 +292,9 @@ func (st *stream) replay(ctx context.Context, from uint64) ([]replayed, error) {
 	for {
 		msg, err := d.Recv()
 		if err != nil {
+			if actx.Err() != nil {
+				err = actx.Err()
+			}
 			return out, fmt.Errorf("kvevents: replay: %w", err)
 		}
 		f := msg.Frames
