@@ -39,7 +39,7 @@ func TestCannedResponsesAnswerThroughTheEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	if err := fillFromModel(t.Context(), &cfg, worker.Config{ModelPath: demoModel}, "auto", m.canned, log); err != nil {
+	if _, err := fillFromModel(t.Context(), &cfg, worker.Config{ModelPath: demoModel}, "auto", m.canned, log); err != nil {
 		t.Fatal(err)
 	}
 	e, err := mocker.New(cfg)

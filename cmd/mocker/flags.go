@@ -12,6 +12,7 @@ import (
 	"github.com/dynamo-go/dynamo/internal/envflag"
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
+	"github.com/dynamo-go/dynamo/pkg/mocker/vllmapi"
 )
 
 // mockerFlags are the mocker's own flags (MockEngineArgs). Each can also be
@@ -52,6 +53,17 @@ type mockerFlags struct {
 	// ports are the parsed bootstrap ports (config sets them): nil for
 	// none, one base port, or one port per worker.
 	ports []int
+
+	// The vLLM API mode (--serve-vllm-api): no Dynamo runtime, one engine
+	// behind vLLM's HTTP API and KV event stream.
+	serveVLLM           *bool
+	vllmHost            *string
+	vllmPort            *int
+	kvEventsPort        *int
+	kvEventsReplayPort  *int
+	kvEventsTopic       *string
+	kvEventsBufferSteps *int
+	kvEventsEncoding    *string
 }
 
 func registerMocker(s *envflag.Set) *mockerFlags {
@@ -90,7 +102,69 @@ func registerMocker(s *envflag.Set) *mockerFlags {
 			"(or \"texts\": one per choice index, the last repeated); a request whose prompt (decoded, special tokens kept) contains prompt_contains gets the first such entry's text, "+
 			"encoded with the model's tokenizer (special tokens written in it become their ids), cut by max_tokens; requests with guided JSON or choice get an instance of the schema or the first choice", envName("canned-responses")),
 		embeddingDim: intFlag("embedding-dim", 0, "serve an embedding model instead of a chat and completions one: /v1/embeddings answers with deterministic unit vectors of this many dimensions (0 = off)"),
+
+		serveVLLM: boolFlag("serve-vllm-api", false, "serve one engine with vLLM's OpenAI-compatible HTTP API (token ids in and out) and KV event stream instead of registering as a Dynamo worker: "+
+			"no runtime, discovery, NATS or etcd is used, --num-workers must be 1"),
+		vllmHost:            s.String("vllm-host", vllmapi.DefaultHost, "--serve-vllm-api: host the HTTP server and the ZeroMQ sockets bind", envName("vllm-host")),
+		vllmPort:            intFlag("vllm-port", 8000, "--serve-vllm-api: HTTP port (0 = a free port; the log line \"mocker: vLLM API listening\" gives addr)"),
+		kvEventsPort:        intFlag("kv-events-port", -1, "--serve-vllm-api: publish KV events on a ZeroMQ PUB socket on this port, as vLLM's ZmqEventPublisher (-1 = off, 0 = a free port)"),
+		kvEventsReplayPort:  intFlag("kv-events-replay-port", -1, "--serve-vllm-api: answer KV event replay requests on a ZeroMQ ROUTER socket on this port (-1 = off, 0 = a free port)"),
+		kvEventsTopic:       s.String("kv-events-topic", "", "--serve-vllm-api: topic frame of KV event messages (vLLM's default: empty)", envName("kv-events-topic")),
+		kvEventsBufferSteps: intFlag("kv-events-buffer-steps", vllmapi.DefaultBufferSteps, "--serve-vllm-api: KV event batches kept for replay"),
+		kvEventsEncoding:    s.String("kv-events-encoding", vllmapi.EncodingMap, "--serve-vllm-api: KV event layout: map (current vLLM: events are maps tagged by \"type\") or array (legacy array_like events)", envName("kv-events-encoding")),
 	}
+}
+
+// vllmFlags are the flags only --serve-vllm-api reads.
+var vllmFlags = []string{"vllm-host", "vllm-port", "kv-events-port", "kv-events-replay-port", "kv-events-topic", "kv-events-buffer-steps", "kv-events-encoding"}
+
+// vllmConfig returns the vllmapi.Config of the flags (without the model's
+// fields), and the problems of the vLLM API mode's flags: without
+// --serve-vllm-api its flags must not be given.
+func (m *mockerFlags) vllmConfig() (vllmapi.Config, error) {
+	c := vllmapi.Config{Host: *m.vllmHost, Port: *m.vllmPort, KVEvents: vllmapi.KVEventsConfig{
+		Port: *m.kvEventsPort, ReplayPort: *m.kvEventsReplayPort, Topic: *m.kvEventsTopic,
+		BufferSteps: *m.kvEventsBufferSteps, Encoding: *m.kvEventsEncoding,
+	}}
+	var errs []error
+	if !*m.serveVLLM {
+		for _, name := range vllmFlags {
+			if m.set.Given(name) {
+				errs = append(errs, fmt.Errorf("--%s needs --serve-vllm-api", name))
+			}
+		}
+		return c, errors.Join(errs...)
+	}
+	if *m.numWorkers != 1 {
+		errs = append(errs, fmt.Errorf("--serve-vllm-api serves one engine: --num-workers %d must be 1", *m.numWorkers))
+	}
+	if *m.embeddingDim > 0 {
+		errs = append(errs, errors.New("--serve-vllm-api serves completions, not embeddings (--embedding-dim)"))
+	}
+	if len(m.ports) > 0 {
+		errs = append(errs, errors.New("--serve-vllm-api is not disaggregated: --bootstrap-ports does not apply"))
+	}
+	if *m.vllmPort < 0 || *m.vllmPort > 65535 {
+		errs = append(errs, fmt.Errorf("--vllm-port %d: want 0..65535", *m.vllmPort))
+	}
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"kv-events-port", *m.kvEventsPort}, {"kv-events-replay-port", *m.kvEventsReplayPort}} {
+		if p.v < -1 || p.v > 65535 {
+			errs = append(errs, fmt.Errorf("--%s %d: want -1 (off) or 0..65535", p.name, p.v))
+		}
+	}
+	if *m.kvEventsReplayPort >= 0 && *m.kvEventsPort < 0 {
+		errs = append(errs, errors.New("--kv-events-replay-port needs --kv-events-port"))
+	}
+	if *m.kvEventsBufferSteps < 1 {
+		errs = append(errs, fmt.Errorf("--kv-events-buffer-steps %d: want at least 1", *m.kvEventsBufferSteps))
+	}
+	if e := *m.kvEventsEncoding; e != vllmapi.EncodingMap && e != vllmapi.EncodingArray {
+		errs = append(errs, fmt.Errorf("--kv-events-encoding %q: want %s or %s", e, vllmapi.EncodingMap, vllmapi.EncodingArray))
+	}
+	return c, errors.Join(errs...)
 }
 
 // envName is the variable of a mocker flag: DYN_MOCKER_<FLAG>.

@@ -71,3 +71,46 @@ func TestEmbeddingDimFlag(t *testing.T) {
 		t.Errorf("default embedding dim %d, want 0 (off)", c.EmbeddingDim)
 	}
 }
+
+func TestVLLMFlags(t *testing.T) {
+	m, err := parseMocker(t, map[string]string{"DYN_MOCKER_KV_EVENTS_TOPIC": "kv"},
+		"--serve-vllm-api", "--vllm-host", "0.0.0.0", "--vllm-port", "0", "--kv-events-port", "5557", "--kv-events-replay-port", "0",
+		"--kv-events-encoding", "array", "--kv-events-buffer-steps", "7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.config(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := m.vllmConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Host != "0.0.0.0" || c.Port != 0 || c.KVEvents.Port != 5557 || c.KVEvents.ReplayPort != 0 || c.KVEvents.Topic != "kv" ||
+		c.KVEvents.Encoding != "array" || c.KVEvents.BufferSteps != 7 {
+		t.Errorf("config %+v", c)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kv-events-port", "5557"}, "--kv-events-port needs --serve-vllm-api"},
+		{[]string{"--serve-vllm-api", "--num-workers", "2"}, "--num-workers 2 must be 1"},
+		{[]string{"--serve-vllm-api", "--kv-events-replay-port", "0"}, "--kv-events-replay-port needs --kv-events-port"},
+		{[]string{"--serve-vllm-api", "--kv-events-port", "0", "--kv-events-encoding", "json"}, `--kv-events-encoding "json"`},
+		{[]string{"--serve-vllm-api", "--vllm-port", "70000"}, "--vllm-port 70000"},
+		{[]string{"--serve-vllm-api", "--embedding-dim", "4"}, "not embeddings"},
+	} {
+		m, err := parseMocker(t, nil, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := m.config(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.vllmConfig(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want %q", tc.args, err, tc.want)
+		}
+	}
+}

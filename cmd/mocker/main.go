@@ -5,6 +5,13 @@
 //
 //	mocker --model-path models/demo --speedup-ratio 10
 //
+// With --serve-vllm-api it is a vLLM server instead (package
+// pkg/mocker/vllmapi): one engine behind vLLM's OpenAI-compatible HTTP API
+// with token ids, and optionally vLLM's ZeroMQ KV event stream; no Dynamo
+// runtime, discovery, NATS or etcd is used.
+//
+//	mocker --model-path models/demo --serve-vllm-api --vllm-port 8000 --kv-events-port 5557
+//
 // Flags and environment: mocker --help.
 package main
 
@@ -35,6 +42,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/hfhub"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
+	"github.com/dynamo-go/dynamo/pkg/mocker/vllmapi"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
@@ -71,7 +79,8 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	}
 	wcfg, rcfg, werr := wf.Configs()
 	mcfg, mode, merr := mf.config()
-	if err := errors.Join(werr, merr); err != nil {
+	vcfg, verr := mf.vllmConfig()
+	if err := errors.Join(werr, merr, verr); err != nil {
 		fmt.Fprintln(stderr, "mocker:", err)
 		return 2
 	}
@@ -79,6 +88,10 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		wf.SetMode(&wcfg, mode)
 	}
 	mcfg.DisaggregationMode = wcfg.DisaggregationMode
+	if m := wcfg.DisaggregationMode; *mf.serveVLLM && (m == worker.ModePrefill || m == worker.ModeDecode) {
+		fmt.Fprintf(stderr, "mocker: --serve-vllm-api serves an aggregated engine (this one is %s)\n", m)
+		return 2
+	}
 	if mcfg.EmbeddingDim > 0 {
 		if m := wcfg.DisaggregationMode; m == worker.ModePrefill || m == worker.ModeDecode {
 			fmt.Fprintf(stderr, "mocker: --embedding-dim serves an embedding model, which is not disaggregated (this worker is %s)\n", wcfg.DisaggregationMode)
@@ -118,7 +131,8 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		}
 	}()
 	wcfg.TracerProvider = tp.TracerProvider()
-	if err := fillFromModel(ctx, &mcfg, wcfg, *mf.kvCacheDType, mf.canned, log); err != nil {
+	model, err := fillFromModel(ctx, &mcfg, wcfg, *mf.kvCacheDType, mf.canned, log)
+	if err != nil {
 		fmt.Fprintln(stderr, "mocker:", err)
 		return 1
 	}
@@ -129,6 +143,18 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	owners := []rungroup.Owner{
 		forceExit(ctx, hardExit, stderr),
 		func(ctx context.Context) error { return pprofserver.Run(ctx, env(pprofserver.Env), log) },
+	}
+	if *mf.serveVLLM {
+		srv, err := newVLLMServer(vcfg, mcfg, model, log)
+		if err != nil {
+			fmt.Fprintln(stderr, "mocker:", err)
+			return 2
+		}
+		if err := rungroup.Run(ctx, append(owners, srv.Run)...); err != nil {
+			fmt.Fprintln(stderr, "mocker:", err)
+			return 1
+		}
+		return 0
 	}
 	for i := range *mf.numWorkers {
 		rc := rcfg
@@ -190,18 +216,41 @@ func runWorker(ctx context.Context, rcfg runtime.Config, wcfg worker.Config, mcf
 	return rungroup.Run(ctx, rt.Run, func(ctx context.Context) error { return worker.Run(ctx, rt, eng, wcfg) })
 }
 
+// modelInfo is what the vLLM API mode needs of the model besides the
+// engine's configuration.
+type modelInfo struct {
+	tok *tokenizer.Tokenizer
+	eos []uint32
+}
+
+// newVLLMServer builds the --serve-vllm-api server over a new engine.
+func newVLLMServer(v vllmapi.Config, m mocker.Config, model *modelInfo, log *slog.Logger) (*vllmapi.Server, error) {
+	eng, err := mocker.New(m)
+	if err != nil {
+		return nil, err
+	}
+	v.Model, v.ContextLength, v.BlockSize, v.NumGPUBlocks = m.Model, m.ContextLength, m.BlockSize, m.NumGPUBlocks
+	if v.ContextLength == 0 {
+		v.ContextLength = mocker.DefaultConfig().ContextLength
+	}
+	v.EOSTokenIDs, v.Tokenize, v.Detokenize = model.eos, model.tok.Encode, model.tok.Decode
+	v.Logger = log
+	return vllmapi.New(v, eng)
+}
+
 // fillFromModel takes the model name, the context length and the KV
 // bytes per token (for a prefill worker's transfer delay) from the model
 // directory when the flags do not set them, and builds the script of
-// canned answers and guided decoding with the model's tokenizer.
-func fillFromModel(ctx context.Context, c *mocker.Config, w worker.Config, kvCacheDType string, canned []cannedEntry, log *slog.Logger) error {
+// canned answers and guided decoding with the model's tokenizer, which it
+// returns with the model's EOS ids.
+func fillFromModel(ctx context.Context, c *mocker.Config, w worker.Config, kvCacheDType string, canned []cannedEntry, log *slog.Logger) (*modelInfo, error) {
 	dir, err := hfhub.Resolve(ctx, w.Hub, w.ModelPath)
 	if err != nil {
-		return fmt.Errorf("model %s: %w", w.ModelPath, err)
+		return nil, fmt.Errorf("model %s: %w", w.ModelPath, err)
 	}
 	card, err := modelcard.FromDir(dir, modelcard.Options{Name: w.ModelName, Source: w.ModelPath})
 	if err != nil {
-		return fmt.Errorf("model %s: %w", w.ModelPath, err)
+		return nil, fmt.Errorf("model %s: %w", w.ModelPath, err)
 	}
 	c.Model = card.DisplayName
 	if c.ContextLength == 0 {
@@ -209,11 +258,12 @@ func fillFromModel(ctx context.Context, c *mocker.Config, w worker.Config, kvCac
 	}
 	tok, err := tokenizer.FromBytes(card.TokenizerJSON.Bytes())
 	if err != nil {
-		return fmt.Errorf("model %s: %w", w.ModelPath, err)
+		return nil, fmt.Errorf("model %s: %w", w.ModelPath, err)
 	}
+	info := &modelInfo{tok: tok, eos: card.GenConfig.EOSTokenIDs}
 	c.OutputTokens = outputVocabulary(tok, card.GenConfig.EOSTokenIDs)
 	if c.Script, err = newScript(tok, canned, log); err != nil {
-		return err
+		return nil, err
 	}
 	if c.DisaggregationMode == mocker.ModePrefill && c.KVBytesPerToken == 0 && c.KVTransferBandwidth > 0 {
 		var err error
@@ -226,12 +276,12 @@ func fillFromModel(ctx context.Context, c *mocker.Config, w worker.Config, kvCac
 		case errors.Is(err, mocker.ErrNoKVShape):
 			log.Info("mocker: no KV transfer delay (set --kv-bytes-per-token for one)", "model", w.ModelPath, "reason", err)
 		case err != nil:
-			return fmt.Errorf("model %s: %w", w.ModelPath, err)
+			return nil, fmt.Errorf("model %s: %w", w.ModelPath, err)
 		default:
 			log.Info("mocker: KV transfer delay", "kv_bytes_per_token", c.KVBytesPerToken, "gb_per_s", c.KVTransferBandwidth)
 		}
 	}
-	return nil
+	return info, nil
 }
 
 // outputVocabulary returns the model's ordinary tokens: ids that are not

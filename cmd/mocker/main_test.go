@@ -414,3 +414,78 @@ func TestMockerPassesItsHealthChecks(t *testing.T) {
 		t.Fatal("the mocker failed a health check")
 	}
 }
+
+func TestServeVLLMAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	var logs testenv.Buffer
+	// No discovery, NATS or etcd: the environment names none.
+	cmd := mockerCmd(nil, "--model-path", "../../models/demo", "--speedup-ratio", "10", "--deterministic",
+		"--serve-vllm-api", "--vllm-port", "0", "--kv-events-port", "0", "--kv-events-replay-port", "0", "--startup-time", "0.2")
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("mocker log:\n%s", logs.String())
+		}
+	})
+	listening := regexp.MustCompile(`msg="mocker: vLLM API listening" addr=(\S+)`)
+	publishing := regexp.MustCompile(`msg="mocker: vLLM KV events publishing" pub=(\S+) replay=(\S+)`)
+	var addr string
+	waitFor(t, 30*time.Second, "the vLLM API's address", func() bool {
+		if m := listening.FindStringSubmatch(logs.String()); m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	})
+	if m := publishing.FindStringSubmatch(logs.String()); m == nil || !strings.HasPrefix(m[1], "127.0.0.1:") || !strings.HasPrefix(m[2], "127.0.0.1:") {
+		t.Errorf("no KV events addresses logged")
+	}
+	health := func() int {
+		resp, err := http.Get("http://" + addr + "/health")
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	waitFor(t, 30*time.Second, "/health 200", func() bool { return health() == http.StatusOK })
+	resp, err := http.Post("http://"+addr+"/v1/completions", "application/json",
+		strings.NewReader(`{"prompt": "Hello there", "max_tokens": 4, "return_token_ids": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Model   string `json:"model"`
+		Choices []struct {
+			Text     string   `json:"text"`
+			TokenIDs []uint32 `json:"token_ids"`
+		} `json:"choices"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("status %d: %v", resp.StatusCode, err)
+	}
+	if len(got.Choices) != 1 || len(got.Choices[0].TokenIDs) != 4 || got.Choices[0].Text == "" || got.Model == "" {
+		t.Errorf("answer %+v", got)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("no exit after SIGTERM")
+	}
+}

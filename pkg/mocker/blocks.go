@@ -2,6 +2,7 @@ package mocker
 
 import (
 	"container/list"
+	"slices"
 
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
 )
@@ -33,6 +34,12 @@ type blockManager struct {
 
 	nextEventID uint64
 	outbox      []kvblock.KVCacheEvent
+
+	// blockSize, when > 0, makes the manager record the token ids of
+	// each stored event's blocks (outTokens, parallel to outbox) for a
+	// KVBatchPublisher; 0: no token ids are kept.
+	blockSize int
+	outTokens [][]uint32
 }
 
 func newBlockManager(capacity int, rank uint32, events bool) *blockManager {
@@ -66,10 +73,12 @@ func (m *blockManager) cached(hash uint64) bool {
 // reference, an inactive one is reactivated, a missing one is inserted
 // (evicting the least recently used inactive block when the cache is full)
 // and, if full, reported as stored. local[i] is the local hash of full
-// block blocks[i]. Runs of new full blocks become one stored event each,
-// whose parent is the block before the run (nil at the start of blocks).
-// If no room can be made, use releases what it acquired and returns false.
-func (m *blockManager) use(blocks []blockID, local []uint64) bool {
+// block blocks[i], and tokens (the sequence's ids, may be nil) hold block
+// i's ids at [i*blockSize, (i+1)*blockSize). Runs of new full blocks
+// become one stored event each, whose parent is the block before the run
+// (nil at the start of blocks). If no room can be made, use releases what
+// it acquired and returns false.
+func (m *blockManager) use(blocks []blockID, local []uint64, tokens []uint32) bool {
 	runStart := -1
 	flush := func(end int) {
 		if runStart < 0 {
@@ -84,7 +93,7 @@ func (m *blockManager) use(blocks []blockID, local []uint64) bool {
 		for j := runStart; j < end; j++ {
 			stored = append(stored, kvblock.StoredBlock{BlockHash: blocks[j].hash, TokensHash: local[j]})
 		}
-		m.emit(kvblock.Stored(parent, stored...))
+		m.emitTokens(kvblock.Stored(parent, stored...), m.blockTokens(tokens, runStart, end))
 		runStart = -1
 	}
 	for i, b := range blocks {
@@ -164,28 +173,54 @@ func (m *blockManager) deref(blocks []blockID) {
 // promote turns the partial block from into the full block to (the
 // Promote signal): an already cached full block gains the reference,
 // otherwise the block is stored with the given parent and local hash.
-func (m *blockManager) promote(from blockID, to uint64, parent *uint64, local uint64) {
+// tokens are the block's ids (may be nil).
+func (m *blockManager) promote(from blockID, to uint64, parent *uint64, local uint64, tokens []uint32) {
 	delete(m.active, from)
 	full := blockID{hash: to}
 	if m.acquireExisting(full) {
 		return
 	}
 	m.active[full] = 1
-	m.emit(kvblock.Stored(parent, kvblock.StoredBlock{BlockHash: to, TokensHash: local}))
+	m.emitTokens(kvblock.Stored(parent, kvblock.StoredBlock{BlockHash: to, TokensHash: local}), m.blockTokens(tokens, 0, 1))
+}
+
+// blockTokens returns a copy of the ids of blocks [from, to) of tokens,
+// or nil when the manager keeps no token ids or tokens are too short.
+func (m *blockManager) blockTokens(tokens []uint32, from, to int) []uint32 {
+	bs := m.blockSize
+	if bs <= 0 || !m.events || len(tokens) < to*bs {
+		return nil
+	}
+	return slices.Clone(tokens[from*bs : to*bs])
 }
 
 // emit records an event with the next id.
-func (m *blockManager) emit(data kvblock.EventData) {
+func (m *blockManager) emit(data kvblock.EventData) { m.emitTokens(data, nil) }
+
+// emitTokens records an event with the next id and, when the manager
+// keeps token ids, its blocks' ids (nil for all but stored events).
+func (m *blockManager) emitTokens(data kvblock.EventData, tokens []uint32) {
 	if !m.events {
 		return
 	}
 	m.outbox = append(m.outbox, kvblock.KVCacheEvent{EventID: m.nextEventID, Data: data, DPRank: m.rank})
+	if m.blockSize > 0 {
+		m.outTokens = append(m.outTokens, tokens)
+	}
 	m.nextEventID++
 }
 
 // takeEvents returns and clears the recorded events.
 func (m *blockManager) takeEvents() []kvblock.KVCacheEvent {
-	out := m.outbox
-	m.outbox = nil
-	return out
+	events, _ := m.takeBatch()
+	return events
+}
+
+// takeBatch returns and clears the recorded events and, when the manager
+// keeps token ids, the ids of each event's blocks (parallel to events;
+// nil otherwise).
+func (m *blockManager) takeBatch() ([]kvblock.KVCacheEvent, [][]uint32) {
+	events, tokens := m.outbox, m.outTokens
+	m.outbox, m.outTokens = nil, nil
+	return events, tokens
 }

@@ -23,7 +23,7 @@ func data(evs []kvblock.KVCacheEvent) []kvblock.EventData {
 
 func TestBlockManagerPrefixHit(t *testing.T) {
 	m := newBlockManager(10, 0, true)
-	if !m.use([]blockID{full(1), full(2), full(3)}, []uint64{11, 12, 13}) {
+	if !m.use([]blockID{full(1), full(2), full(3)}, []uint64{11, 12, 13}, nil) {
 		t.Fatal("use failed")
 	}
 	want := []kvblock.EventData{kvblock.Stored(nil,
@@ -35,7 +35,7 @@ func TestBlockManagerPrefixHit(t *testing.T) {
 	}
 
 	// The same prefix again, while active: references only.
-	m.use([]blockID{full(1), full(2)}, []uint64{11, 12})
+	m.use([]blockID{full(1), full(2)}, []uint64{11, 12}, nil)
 	if evs := m.takeEvents(); len(evs) != 0 || m.usedBlocks() != 3 || m.active[full(1)] != 2 {
 		t.Fatalf("repeat: events %v, used %d, ref %d", evs, m.usedBlocks(), m.active[full(1)])
 	}
@@ -46,7 +46,7 @@ func TestBlockManagerPrefixHit(t *testing.T) {
 	if m.activeBlocks() != 0 || m.usedBlocks() != 3 || !m.cached(2) {
 		t.Fatalf("after release: active %d, used %d", m.activeBlocks(), m.usedBlocks())
 	}
-	m.use([]blockID{full(1), full(2), full(4), {hash: 99, partial: true}}, []uint64{11, 12, 14})
+	m.use([]blockID{full(1), full(2), full(4), {hash: 99, partial: true}}, []uint64{11, 12, 14}, nil)
 	want = []kvblock.EventData{kvblock.Stored(ptr(2), kvblock.StoredBlock{BlockHash: 4, TokensHash: 14})}
 	if diff := cmp.Diff(want, data(m.takeEvents())); diff != "" {
 		t.Fatalf("shared prefix (-want +got):\n%s", diff)
@@ -59,14 +59,14 @@ func TestBlockManagerPrefixHit(t *testing.T) {
 func TestBlockManagerLRUEviction(t *testing.T) {
 	m := newBlockManager(3, 2, true)
 	for _, h := range []uint64{1, 2, 3} {
-		m.use([]blockID{full(h)}, []uint64{h + 10})
+		m.use([]blockID{full(h)}, []uint64{h + 10}, nil)
 		m.deref([]blockID{full(h)})
 	}
-	m.use([]blockID{full(2)}, []uint64{12}) // 2 is recently used again
+	m.use([]blockID{full(2)}, []uint64{12}, nil) // 2 is recently used again
 	m.deref([]blockID{full(2)})
 	m.takeEvents()
 
-	if !m.use([]blockID{full(4), full(5)}, []uint64{14, 15}) {
+	if !m.use([]blockID{full(4), full(5)}, []uint64{14, 15}, nil) {
 		t.Fatal("use failed")
 	}
 	want := []kvblock.EventData{kvblock.Removed(1), kvblock.Removed(3),
@@ -79,14 +79,14 @@ func TestBlockManagerLRUEviction(t *testing.T) {
 	}
 
 	// Full of active blocks: use fails and gives back what it took.
-	m.use([]blockID{full(2)}, []uint64{12})
-	if m.use([]blockID{full(6)}, []uint64{16}) {
+	m.use([]blockID{full(2)}, []uint64{12}, nil)
+	if m.use([]blockID{full(6)}, []uint64{16}, nil) {
 		t.Fatal("use succeeded on a full cache")
 	}
 	if m.usedBlocks() != 3 || m.activeBlocks() != 3 {
 		t.Fatalf("after failure: used %d, active %d", m.usedBlocks(), m.activeBlocks())
 	}
-	if m.use([]blockID{full(2), full(7)}, []uint64{12, 17}) || m.active[full(2)] != 1 {
+	if m.use([]blockID{full(2), full(7)}, []uint64{12, 17}, nil) || m.active[full(2)] != 1 {
 		t.Fatalf("failed use kept a reference: %d", m.active[full(2)])
 	}
 }
@@ -94,11 +94,11 @@ func TestBlockManagerLRUEviction(t *testing.T) {
 func TestBlockManagerPromote(t *testing.T) {
 	m := newBlockManager(4, 0, true)
 	p1, p2 := blockID{hash: 1, partial: true}, blockID{hash: 2, partial: true}
-	m.use([]blockID{full(10), p1}, []uint64{20})
-	m.use([]blockID{full(10), p2}, []uint64{20})
+	m.use([]blockID{full(10), p1}, []uint64{20}, nil)
+	m.use([]blockID{full(10), p2}, []uint64{20}, nil)
 	m.takeEvents()
-	m.promote(p1, 11, ptr(10), 21)
-	m.promote(p2, 11, ptr(10), 21) // same content: a reference, no event
+	m.promote(p1, 11, ptr(10), 21, nil)
+	m.promote(p2, 11, ptr(10), 21, nil) // same content: a reference, no event
 	want := []kvblock.EventData{kvblock.Stored(ptr(10), kvblock.StoredBlock{BlockHash: 11, TokensHash: 21})}
 	if diff := cmp.Diff(want, data(m.takeEvents())); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
@@ -107,7 +107,7 @@ func TestBlockManagerPromote(t *testing.T) {
 		t.Fatalf("ref %d, used %d", m.active[full(11)], m.usedBlocks())
 	}
 	// Partial blocks are destroyed on release, full ones kept.
-	m.use([]blockID{{hash: 3, partial: true}}, nil)
+	m.use([]blockID{{hash: 3, partial: true}}, nil, nil)
 	m.deref([]blockID{{hash: 3, partial: true}})
 	if m.usedBlocks() != 2 {
 		t.Fatalf("partial block survived release: used %d", m.usedBlocks())
@@ -117,7 +117,7 @@ func TestBlockManagerPromote(t *testing.T) {
 func TestBlockManagerEventIDs(t *testing.T) {
 	m := newBlockManager(2, 3, true)
 	for h := range uint64(4) {
-		m.use([]blockID{full(h)}, []uint64{h})
+		m.use([]blockID{full(h)}, []uint64{h}, nil)
 		m.deref([]blockID{full(h)})
 	}
 	evs := m.takeEvents()
@@ -130,12 +130,12 @@ func TestBlockManagerEventIDs(t *testing.T) {
 			t.Errorf("event %d: id %d rank %d", i, e.EventID, e.DPRank)
 		}
 	}
-	if m.use([]blockID{full(9)}, []uint64{9}); m.takeEvents()[0].EventID != 6 {
+	if m.use([]blockID{full(9)}, []uint64{9}, nil); m.takeEvents()[0].EventID != 6 {
 		t.Error("ids do not continue across takeEvents")
 	}
 
 	quiet := newBlockManager(2, 0, false)
-	quiet.use([]blockID{full(1)}, []uint64{1})
+	quiet.use([]blockID{full(1)}, []uint64{1}, nil)
 	if evs := quiet.takeEvents(); len(evs) != 0 {
 		t.Errorf("events without prefix caching: %v", evs)
 	}

@@ -126,6 +126,13 @@ func (e *Engine) Start(ctx context.Context, workerID uint64) (backend.Config, er
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.cancel, e.workerID, e.running = cancel, workerID, true
+	if _, ok := e.pub.(KVBatchPublisher); ok {
+		for _, r := range e.ranks {
+			r.mu.Lock()
+			r.kv.blockSize = e.cfg.BlockSize // keep stored blocks' token ids
+			r.mu.Unlock()
+		}
+	}
 	for _, r := range e.ranks {
 		e.wg.Go(func() { r.run(runCtx, e.pub, workerID) })
 	}
@@ -190,6 +197,41 @@ func (e *Engine) Abort(_ context.Context, requestID string) {
 		req.rank.remove(seq)
 		seq.out.end(backend.FinishCancelled, "")
 	}
+}
+
+// Stats is a snapshot of the engine's schedulers, summed over its ranks.
+type Stats struct {
+	// Running counts sequences being prefilled or decoded (one per
+	// choice of a request).
+	Running int
+	// Waiting counts sequences queued for admission (new or preempted).
+	Waiting int
+	// ActiveBlocks counts KV blocks in use by sequences; TotalBlocks is
+	// the capacity (NumGPUBlocks per rank).
+	ActiveBlocks, TotalBlocks int
+	// Preemptions counts sequences preempted since the engine started.
+	Preemptions uint64
+}
+
+// Stats returns a snapshot of the schedulers. It is safe to call at any
+// time, concurrently with requests.
+func (e *Engine) Stats() Stats {
+	var s Stats
+	for _, r := range e.ranks {
+		r.mu.Lock()
+		s.Running += len(r.prefill)
+		for _, q := range r.decode {
+			if q.state == stDecode {
+				s.Running++
+			}
+		}
+		s.Waiting += len(r.waiting)
+		s.ActiveBlocks += r.kv.activeBlocks()
+		s.Preemptions += r.preemptions
+		r.mu.Unlock()
+		s.TotalBlocks += e.cfg.NumGPUBlocks
+	}
+	return s
 }
 
 // IsQuiescent reports whether no request is being served.

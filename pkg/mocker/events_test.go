@@ -1,6 +1,7 @@
 package mocker
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 
@@ -94,6 +95,55 @@ func TestNoEventsWithoutPrefixCaching(t *testing.T) {
 		}
 		if e.ranks[0].kv.usedBlocks() != 0 {
 			t.Errorf("%d blocks kept without prefix caching", e.ranks[0].kv.usedBlocks())
+		}
+	})
+}
+
+// batchPublisher records what an engine publishes as a KVBatchPublisher.
+type batchPublisher struct {
+	fakePublisher
+	batches [][]KVEvent
+}
+
+func (p *batchPublisher) PublishKVBatch(_ context.Context, _ int, events []KVEvent) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.batches = append(p.batches, events)
+	return nil
+}
+
+func TestKVBatchesCarryBlockTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := testEngine(t, func(c *Config) { c.BlockSize, c.NumGPUBlocks = 4, 16 })
+		pub := &batchPublisher{}
+		e.SetEventPublisher(pub)
+		if _, err := e.Start(t.Context(), 42); err != nil {
+			t.Fatal(err)
+		}
+		defer stopEngine(t, e)
+		p := prompt(0, 6) // one full block; the second fills with the second generated token
+		var c collector
+		if err := e.Generate(t.Context(), request(p, 2, 0), c.emit); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		pub.mu.Lock()
+		defer pub.mu.Unlock()
+		whole := append(append([]uint32{}, p...), c.tokens()...)
+		var got [][]uint32
+		for _, b := range pub.batches {
+			for _, ev := range b {
+				if ev.WorkerID != 42 || ev.Event.Data.Stored == nil {
+					t.Errorf("event %+v", ev)
+				}
+				got = append(got, ev.Tokens)
+			}
+		}
+		if diff := cmp.Diff([][]uint32{whole[:4], whole[4:8]}, got); diff != "" {
+			t.Errorf("stored tokens (-want +got):\n%s", diff)
+		}
+		if len(pub.events) != 0 {
+			t.Errorf("%d events went to PublishKVEvent", len(pub.events))
 		}
 	})
 }

@@ -20,10 +20,10 @@ func (r *rank) run(ctx context.Context, pub backend.EventPublisher, workerID uin
 	for {
 		r.mu.Lock()
 		if !r.hasWork() {
-			events := r.kv.takeEvents()
+			events, tokens := r.kv.takeBatch()
 			load, changed := r.loadMetrics()
 			r.mu.Unlock()
-			r.publish(ctx, pub, workerID, events, load, changed)
+			r.publish(ctx, pub, workerID, events, tokens, load, changed)
 			select {
 			case <-r.wake:
 				continue
@@ -37,11 +37,11 @@ func (r *rank) run(ctx context.Context, pub backend.EventPublisher, workerID uin
 			d = minPass
 		}
 		outputs := r.takeOutputs()
-		events := r.kv.takeEvents()
+		events, tokens := r.kv.takeBatch()
 		load, changed := r.loadMetrics()
 		r.mu.Unlock()
 
-		r.publish(ctx, pub, workerID, events, load, changed)
+		r.publish(ctx, pub, workerID, events, tokens, load, changed)
 		t := time.NewTimer(time.Until(start.Add(scale(d, r.cfg.SpeedupRatio))))
 		select {
 		case <-t.C:
@@ -54,12 +54,28 @@ func (r *rank) run(ctx context.Context, pub backend.EventPublisher, workerID uin
 }
 
 // publish sends a pass's KV events, in id order, and its load if it
-// changed. Failures are logged and otherwise ignored: the router recovers
-// from gaps.
+// changed. A KVBatchPublisher gets the pass's events as one batch, with
+// the token ids of stored blocks (tokens, parallel to events). Failures
+// are logged and otherwise ignored: the router recovers from gaps.
 func (r *rank) publish(ctx context.Context, pub backend.EventPublisher, workerID uint64,
-	events []kvblock.KVCacheEvent, load kvblock.ForwardPassMetrics, changed bool) {
+	events []kvblock.KVCacheEvent, tokens [][]uint32, load kvblock.ForwardPassMetrics, changed bool) {
 	if pub == nil {
 		return
+	}
+	if bp, ok := pub.(KVBatchPublisher); ok {
+		if len(events) > 0 {
+			batch := make([]KVEvent, len(events))
+			for i, ev := range events {
+				batch[i] = KVEvent{RouterEvent: kvblock.RouterEvent{WorkerID: workerID, Event: ev}}
+				if i < len(tokens) {
+					batch[i].Tokens = tokens[i]
+				}
+			}
+			if err := bp.PublishKVBatch(ctx, r.idx, batch); err != nil {
+				r.cfg.Logger.Warn("mocker: publish kv batch", "rank", r.idx, "events", len(batch), "err", err)
+			}
+		}
+		events = nil
 	}
 	for _, ev := range events {
 		if err := pub.PublishKVEvent(ctx, r.idx, kvblock.RouterEvent{WorkerID: workerID, Event: ev}); err != nil {
@@ -98,4 +114,25 @@ func (r *rank) loadMetrics() (kvblock.ForwardPassMetrics, bool) {
 		last.WorkerStats.NumRequestsWaiting != m.WorkerStats.NumRequestsWaiting
 	r.lastLoad = m
 	return m, changed
+}
+
+// KVEvent is one KV-cache event of a rank with the token ids of the
+// blocks it stores.
+type KVEvent struct {
+	kvblock.RouterEvent
+	// Tokens are the token ids of a stored event's blocks, in order,
+	// Config.BlockSize per block; nil for removed and cleared events.
+	Tokens []uint32
+}
+
+// KVBatchPublisher is an EventPublisher that takes a rank's KV events one
+// scheduler pass at a time, with the stored blocks' token ids (what
+// vLLM's KV event batches carry, one batch per engine step). When the
+// engine's publisher implements it, PublishKVBatch is called once per
+// pass that changed the cache, instead of PublishKVEvent per event;
+// PublishLoad is called as usual. events is not used by the engine after
+// the call.
+type KVBatchPublisher interface {
+	backend.EventPublisher
+	PublishKVBatch(ctx context.Context, dpRank int, events []KVEvent) error
 }

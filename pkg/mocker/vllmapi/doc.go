@@ -1,0 +1,110 @@
+// Package vllmapi serves the mocker engine as a vLLM server: the
+// OpenAI-compatible HTTP API of `vllm serve` with token ids in and out,
+// and vLLM's ZeroMQ KV event stream. It lets a worker that drives a vLLM
+// HTTP server (cmd/worker --engine vllm) be tested end to end against a
+// real process with the mocker's timing, without a GPU. No Dynamo runtime
+// is involved: nothing registers, nothing is discovered.
+//
+// # HTTP
+//
+//   - GET /health: 200 with an empty body once the engine has started
+//     (after Config.StartupTime), 503 before and while shutting down.
+//   - GET /v1/models: {"object":"list","data":[{"id","object":"model",
+//     "created","owned_by":"vllm","root","parent":null,"max_model_len",
+//     "permission":[...]}]}.
+//   - GET /metrics: Prometheus text with vLLM's names, each series
+//     labelled model_name and engine="0": vllm:num_requests_running
+//     (sequences prefilling or decoding), vllm:num_requests_waiting,
+//     vllm:kv_cache_usage_perc (and its deprecated name
+//     vllm:gpu_cache_usage_perc) in [0, 1], vllm:num_preemptions_total,
+//     vllm:prompt_tokens_total, vllm:generation_tokens_total,
+//     vllm:request_success_total{finished_reason}, vllm:cache_config_info.
+//   - POST /tokenize {"prompt","add_special_tokens"} and POST /detokenize
+//     {"tokens"}, when the server has a tokenizer (else 501).
+//   - POST /v1/completions: see below. Other paths: 404.
+//
+// A completion request's prompt is a list of token ids (or a list of one
+// such list); a string, when the server has a tokenizer. It is mapped to
+// one backend.Request for the engine: max_tokens (default 16, vLLM's;
+// prompt + max_tokens must fit max_model_len), min_tokens, ignore_eos,
+// stop_token_ids, n, temperature, top_p, top_k, min_p, seed, penalties,
+// logprobs (0..20), skip_special_tokens. The model's EOS ids end a choice
+// unless ignore_eos. return_token_ids, return_tokens_as_token_ids,
+// detokenize, stream and stream_options (include_usage,
+// continuous_usage_stats) shape the answer. stop strings are accepted and
+// not applied; echo, suffix and several prompts per request are refused
+// (400). Unknown fields are ignored. Errors are vLLM's ErrorResponse,
+// {"error":{"message","type","param","code"}}: 400 BadRequestError for bad
+// values, 404 NotFoundError for another model name.
+//
+// A streamed answer is text/event-stream; headers go out at once. Each
+// engine output becomes one chunk
+//
+//	data: {"id":"cmpl-…","object":"text_completion","created":…,"model":…,
+//	       "choices":[{"index":i,"text":…,"logprobs":…,"finish_reason":null,
+//	                   "stop_reason":null,"prompt_token_ids":…,"token_ids":[…]}],
+//	       "usage":null}
+//
+// (prompt_token_ids on the first chunk of each choice, null after;
+// token_ids with return_token_ids, null without; text when the server has
+// a detokenizer and detokenize is not false, else ""). The mocker ends a
+// choice with an output of its own, so the finish_reason ("stop",
+// "length", "abort") comes in a last chunk of the choice with text "" and
+// token_ids []. stop_reason is the stop token id when a stop_token_ids
+// entry (not an EOS id) ended the choice, else null; the stop or EOS token
+// is part of token_ids, as in vLLM. Then, with include_usage, a chunk
+// with "choices":[] and usage {prompt_tokens, total_tokens,
+// completion_tokens}, then "data: [DONE]". An engine failure after the
+// headers is a data: {"error":…} event before [DONE]. A unary answer is
+// vLLM's CompletionResponse, with prompt_token_ids and token_ids per
+// choice under return_token_ids.
+//
+// The request runs under a runtime.Context (id "cmpl-" + X-Request-Id or
+// a random hex UUID) tied to the HTTP request: when the client closes
+// the connection, the engine's Generate sees the context killed and frees
+// the request's sequences at once.
+//
+// # KV events
+//
+// With KVEventsConfig.Port >= 0 the server mirrors vLLM's
+// ZmqEventPublisher. A PUB socket (bound, tcp://HOST:PORT) sends one
+// three-frame message per scheduler pass that changed the KV cache:
+//
+//	[topic (KVEventsConfig.Topic, default empty), seq (uint64, 8 bytes big-endian, from 0, +1 per message), payload]
+//
+// The payload is a msgpack KVEventBatch as msgspec encodes it: the batch
+// is array_like, [ts (float64 Unix seconds), events, data_parallel_rank
+// (int, the rank)]. With the default EncodingMap each event is a map
+// tagged by "type" (vLLM's KVCacheEvent, tag=True, omit_defaults), keys
+// in this order:
+//
+//	{"type":"BlockStored", "block_hashes":[uint…], "parent_block_hash":uint|nil,
+//	 "token_ids":[uint…], "block_size":int, "lora_id":nil, "medium":"GPU", "lora_name":nil}
+//	{"type":"BlockRemoved", "block_hashes":[uint…], "medium":"GPU"}
+//	{"type":"AllBlocksCleared"}
+//
+// (the optional fields extra_keys, group_idx, kv_cache_spec_kind and
+// kv_cache_spec_sliding_window are absent, as msgspec omits them at their
+// default None). EncodingArray writes the legacy array_like events
+// instead: ["BlockStored", block_hashes, parent_block_hash, token_ids,
+// block_size, nil, "GPU", nil], ["BlockRemoved", block_hashes, "GPU"],
+// ["AllBlocksCleared"]. Integers take their smallest msgpack form.
+//
+// Block hashes are the mocker's own 64-bit chained block hashes
+// (kvblock.SeqHash), sent as unsigned integers, vLLM's default integer
+// form (never bytes). A BlockStored event covers a run of consecutive
+// newly cached full blocks; token_ids are those blocks' ids, block_size
+// per block, so a subscriber can compute its own block hashes, and
+// parent_block_hash is the block before the run (nil at the start of a
+// sequence). Each evicted block is one BlockRemoved.
+//
+// With KVEventsConfig.ReplayPort >= 0 a ROUTER socket answers replay
+// requests as vLLM's _service_replay does: a DEALER sends [empty frame,
+// start seq (8 bytes big-endian)]; the answer is one message [empty, seq,
+// payload] per kept batch with a sequence number >= start, oldest first,
+// then the end marker [empty, 0xffffffffffffffff (-1), empty]. The last
+// KVEventsConfig.BufferSteps batches (default 10000) are kept. Unlike
+// vLLM, which runs one publisher per data-parallel rank on port+rank, the
+// server publishes every rank's batches on one socket, told apart by
+// data_parallel_rank.
+package vllmapi
