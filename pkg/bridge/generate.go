@@ -143,10 +143,11 @@ func incomplete(dialect string, what string) error {
 }
 
 // usage sets a terminal output's usage: the prompt tokens the engine
-// counted (else the request's), the tokens emitted, the cached prefix.
+// counted (else the request's), the tokens emitted, the cached prefix
+// (-1: the engine did not say).
 func usage(o *backend.Output, prompt, completion, cached int) *backend.Output {
 	o.WithUsage(prompt, completion)
-	if cached > 0 {
+	if cached >= 0 {
 		o.CompletionUsage.PromptTokensDetails = &backend.PromptDetail{CachedTokens: cached}
 	}
 	return o

@@ -255,7 +255,7 @@ func (d *llamaDecoder) event(field string, data []byte) ([]*backend.Output, bool
 	if c.TokensEval > 0 {
 		prompt = c.TokensEval
 	}
-	cached := 0
+	cached := -1 // unknown
 	if c.Timings != nil && c.Timings.CacheN != nil {
 		cached = *c.Timings.CacheN
 	}

@@ -190,7 +190,7 @@ type sglangDecoder struct {
 }
 
 func (sglang) decoder(req *backend.Request) streamDecoder {
-	return &sglangDecoder{req: req, prompt: len(req.TokenIDs)}
+	return &sglangDecoder{req: req, prompt: len(req.TokenIDs), cached: -1}
 }
 
 func (d *sglangDecoder) event(field string, data []byte) ([]*backend.Output, bool, error) {

@@ -177,7 +177,7 @@ type vllmDecoder struct {
 	n       int
 	choices []vllmChoice
 	prompt  int
-	cached  int
+	cached  int // -1 until the engine reports it
 }
 
 func (vllm) decoder(req *backend.Request) streamDecoder {
@@ -185,7 +185,7 @@ func (vllm) decoder(req *backend.Request) streamDecoder {
 	if req.SamplingOptions.N != nil && *req.SamplingOptions.N > 1 {
 		n = *req.SamplingOptions.N
 	}
-	return &vllmDecoder{req: req, n: n, choices: make([]vllmChoice, n), prompt: len(req.TokenIDs)}
+	return &vllmDecoder{req: req, n: n, choices: make([]vllmChoice, n), prompt: len(req.TokenIDs), cached: -1}
 }
 
 func (d *vllmDecoder) index(i int) *uint32 {

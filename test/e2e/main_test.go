@@ -15,6 +15,7 @@ import (
 var (
 	frontendBin string
 	mockerBin   string
+	workerBin   string
 )
 
 // demoModel is the repository's demo model directory (ChatML template,
@@ -38,16 +39,17 @@ func TestMain(m *testing.M) {
 	}
 	code := func() int {
 		defer os.RemoveAll(dir)
-		// One go build for both binaries: a directory -o writes each
-		// main package under its own name.
+		// One go build for the binaries: a directory -o writes each main
+		// package under its own name.
 		build := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-			"github.com/dynamo-go/dynamo/cmd/frontend", "github.com/dynamo-go/dynamo/cmd/mocker")
+			"github.com/dynamo-go/dynamo/cmd/frontend", "github.com/dynamo-go/dynamo/cmd/mocker", "github.com/dynamo-go/dynamo/cmd/worker")
 		if out, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: go build: %v\n%s", err, out)
 			return 1
 		}
 		frontendBin = filepath.Join(dir, "frontend")
 		mockerBin = filepath.Join(dir, "mocker")
+		workerBin = filepath.Join(dir, "worker")
 		return m.Run()
 	}()
 	if code == 0 {

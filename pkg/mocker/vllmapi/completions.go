@@ -331,11 +331,18 @@ type answer struct {
 	id      string
 	created int64
 	choices []*choiceState
+	// cached is the engine's count of prompt tokens served from its
+	// prefix cache, once a terminal output reported it.
+	cached *int
 }
 
 // finish records a terminal output of c and returns the finish reason,
 // or an error for an engine failure.
 func (a *answer) finish(c *choiceState, o *backend.Output) error {
+	if u := o.CompletionUsage; u != nil && u.PromptTokensDetails != nil {
+		n := u.PromptTokensDetails.CachedTokens
+		a.cached = &n
+	}
 	kind := o.FinishReason.Kind
 	var reason string
 	switch kind {
@@ -402,11 +409,27 @@ type usageChunk struct {
 	Usage   usageInfo      `json:"usage"`
 }
 
-// usageInfo is vLLM's UsageInfo.
+// usageInfo is vLLM's UsageInfo, with prompt_tokens_details as vLLM
+// sends it under --enable-prompt-tokens-details (always, here).
 type usageInfo struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens        int            `json:"prompt_tokens"`
+	TotalTokens         int            `json:"total_tokens"`
+	CompletionTokens    int            `json:"completion_tokens"`
+	PromptTokensDetails *promptDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+// promptDetails is vLLM's PromptTokenUsageInfo.
+type promptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// usage is the answer's usage for completion tokens.
+func (a *answer) usage(completion int) usageInfo {
+	u := usageInfo{PromptTokens: len(a.opts.prompt), CompletionTokens: completion, TotalTokens: len(a.opts.prompt) + completion}
+	if a.cached != nil {
+		u.PromptTokensDetails = &promptDetails{CachedTokens: *a.cached}
+	}
+	return u
 }
 
 // completionLogprobs is vLLM's CompletionLogProbs.
@@ -489,7 +512,7 @@ func (a *answer) stream(w http.ResponseWriter, r *http.Request, rc *runtime.Cont
 			completion += len(c.ids)
 		}
 		_ = send(usageChunk{ID: a.id, Object: "text_completion", Created: a.created, Model: a.s.cfg.Model, Choices: []streamChoice{},
-			Usage: usageInfo{PromptTokens: len(a.opts.prompt), CompletionTokens: completion, TotalTokens: len(a.opts.prompt) + completion}})
+			Usage: a.usage(completion)})
 	}
 	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
 	_ = rctl.Flush()
@@ -576,7 +599,7 @@ func (a *answer) unary(w http.ResponseWriter, rc *runtime.Context, br *backend.R
 		resp.Choices = append(resp.Choices, ch)
 		completion += len(c.ids)
 	}
-	resp.Usage = usageInfo{PromptTokens: len(a.opts.prompt), CompletionTokens: completion, TotalTokens: len(a.opts.prompt) + completion}
+	resp.Usage = a.usage(completion)
 	writeJSON(w, http.StatusOK, resp)
 }
 

@@ -222,7 +222,8 @@ func TestStreamedCompletionWithTokenIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{"id": id, "object": "text_completion", "created": u["created"], "model": "mock-model", "choices": []any{},
-		"usage": map[string]any{"prompt_tokens": 10.0, "completion_tokens": 5.0, "total_tokens": 15.0}}
+		"usage": map[string]any{"prompt_tokens": 10.0, "completion_tokens": 5.0, "total_tokens": 15.0,
+			"prompt_tokens_details": map[string]any{"cached_tokens": 0.0}}}
 	if diff := cmp.Diff(want, u); diff != "" {
 		t.Errorf("usage chunk (-want +got):\n%s", diff)
 	}
@@ -278,7 +279,7 @@ func TestUnaryCompletionWithChoices(t *testing.T) {
 			t.Errorf("choice %d token ids (-want +got):\n%s", i, diff)
 		}
 	}
-	if got.Usage != (usageInfo{PromptTokens: 6, CompletionTokens: 8, TotalTokens: 14}) {
+	if u := got.Usage; u.PromptTokens != 6 || u.CompletionTokens != 8 || u.TotalTokens != 14 || u.PromptTokensDetails == nil {
 		t.Errorf("usage %+v", got.Usage)
 	}
 	for _, f := range []string{`"service_tier":null`, `"system_fingerprint":null`, `"kv_transfer_params":null`, `"prompt_logprobs":null`} {

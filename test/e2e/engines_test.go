@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+)
+
+// Lines the mocker logs in its vLLM API mode (--serve-vllm-api).
+var (
+	vllmListening = regexp.MustCompile(`msg="mocker: vLLM API listening" addr=(\S+)`)
+	vllmKVEvents  = regexp.MustCompile(`msg="mocker: vLLM KV events publishing" pub=(\S+) replay=(\S+)`)
+)
+
+// vllmEngine is a mocker process serving vLLM's HTTP API with token ids
+// and vLLM's ZeroMQ KV events: an engine server as cmd/worker finds it.
+type vllmEngine struct {
+	*process
+	url         string // http://host:port
+	pub, replay string // tcp://host:port of its KV event sockets
+}
+
+// startVLLMEngine starts a mocker in its vLLM API mode.
+func startVLLMEngine(t testing.TB, name string, extra ...string) *vllmEngine {
+	t.Helper()
+	args := append([]string{"--model-path", demoModel, "--serve-vllm-api", "--vllm-port", "0",
+		"--kv-events-port", "0", "--kv-events-replay-port", "0"}, extra...)
+	p := startProcess(t, name, mockerBin, vllmListening, nil, args...)
+	e := &vllmEngine{process: p, url: "http://" + p.address(t)}
+	m := p.waitLine(t, addrTimeout, "its KV event sockets", vllmKVEvents)
+	e.pub, e.replay = tcpURL(m[1]), tcpURL(m[2])
+	return e
+}
+
+func tcpURL(addr string) string {
+	if strings.Contains(addr, "://") {
+		return addr
+	}
+	return "tcp://" + addr
+}
+
+// running is the engine's vllm:num_requests_running.
+func (e *vllmEngine) running(t testing.TB) float64 {
+	t.Helper()
+	resp, err := e.http.Get(e.url + "/metrics")
+	if err != nil {
+		e.fatalf(t, "%s /metrics: %v", e.name, err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "vllm:num_requests_running") {
+			var v float64
+			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
+				return v
+			}
+		}
+	}
+	e.fatalf(t, "%s /metrics has no vllm:num_requests_running", e.name)
+	return 0
+}
+
+// startBridge starts cmd/worker in front of engine e, with its KV events.
+func (c *cluster) startBridge(name string, e *vllmEngine, extra ...string) *worker {
+	c.t.Helper()
+	args := append(append([]string{"--engine", "vllm", "--engine-url", e.url, "--model-path", demoModel,
+		"--kv-events-endpoint", e.pub, "--kv-events-replay-endpoint", e.replay, "--kv-block-size", fmt.Sprint(kvBlockSize),
+		"--engine-start-timeout", "60s"}, c.args...), extra...)
+	env := append(slices.Clone(c.env), "DYN_SYSTEM_PORT=0", kvLeaseTTL)
+	return &worker{process: startProcess(c.t, name, workerBin, statusListening, env, args...)}
+}
+
+// TestEngineBridge serves the demo model through cmd/worker --engine vllm
+// in front of two mockers in their vLLM API mode (real processes with the
+// mocker's timing, token ids over HTTP, KV events over ZeroMQ), with a
+// KV-routing frontend on NATS: a streamed chat through openai-go, a
+// client's disconnect reaching the engine, prefix-sharing requests
+// following the engine that cached the prefix (from its ZeroMQ events),
+// and a bridge SIGKILLed mid-stream, whose stream another one finishes.
+func TestEngineBridge(t *testing.T) {
+	c := newCluster(t, "etcd", "nats")
+	engines := []*vllmEngine{
+		startVLLMEngine(t, "vllm-1", kvMocker...),
+		startVLLMEngine(t, "vllm-2", kvMocker...),
+	}
+	r := &kvRig{c: c}
+	for i, e := range engines {
+		r.workers = append(r.workers, c.startBridge(fmt.Sprintf("bridge-%d", i+1), e, "--migration-limit", "2"))
+	}
+	r.f = r.startFrontend(t)
+	f := r.f
+
+	t.Run("streamed chat through openai-go", func(t *testing.T) {
+		stream := f.sdk.Chat.Completions.NewStreaming(t.Context(), openai.ChatCompletionNewParams{
+			Model:         "demo",
+			Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello through a real engine's API!")},
+			MaxTokens:     openai.Int(24),
+			StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+		})
+		defer stream.Close()
+		var acc openai.ChatCompletionAccumulator
+		for stream.Next() {
+			acc.AddChunk(stream.Current())
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(acc.Choices) != 1 || acc.Choices[0].Message.Content == "" || acc.Choices[0].FinishReason != "length" || acc.Usage.CompletionTokens != 24 {
+			t.Errorf("answer %+v, usage %+v: want 24 tokens of text ending with length", acc.Choices, acc.Usage)
+		}
+	})
+
+	t.Run("prefix-sharing requests follow the engine that cached the prefix", func(t *testing.T) {
+		r.prefix, r.holder = r.followPrefix(t, f, "bridge")
+		// The router knew the prefix from the engines' ZeroMQ events,
+		// relayed by the bridges, not from guessing.
+		if mode := f.health(t).KVRouting["demo"]; mode != "events" {
+			t.Errorf(`/health kv_routing["demo"] = %q, want "events"`, mode)
+		}
+		if v, ok := r.holder.scrape(t).value("dynamo_kvevents_events_total", `event_type="stored"`); !ok || v == 0 {
+			t.Errorf("the prefix's bridge relayed %v stored events (found %v), want some", v, ok)
+		}
+	})
+
+	t.Run("a client's disconnect reaches the engine", func(t *testing.T) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.url+chatPath,
+			strings.NewReader(`{"model":"demo","stream":true,"max_tokens":3000,"messages":[{"role":"user","content":"a long answer, please"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := f.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		for n := 0; n < 3 && sc.Scan(); {
+			if strings.HasPrefix(sc.Text(), "data: ") {
+				n++
+			}
+		}
+		total := func() float64 { return engines[0].running(t) + engines[1].running(t) }
+		if total() != 1 {
+			t.Fatalf("engines run %v requests while the stream is open, want 1", total())
+		}
+		resp.Body.Close()
+		waitFor(t, 2*time.Second, "the engine to abort the request", func() bool { return total() == 0 }, engines[0].process, engines[1].process)
+	})
+
+	t.Run("a bridge SIGKILLed mid-stream: another one finishes the answer", func(t *testing.T) {
+		const tokens = 1500
+		before := r.served(t)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.url+chatPath,
+			strings.NewReader(fmt.Sprintf(`{"model":"demo","stream":true,"max_tokens":%d,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"keep talking"}]}`, tokens)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := f.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		var events []string
+		for len(events) < 5 && sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "data: ") {
+				events = append(events, sc.Text())
+			}
+		}
+		var victim *worker
+		for w, n := range r.served(t) {
+			if n > before[w] {
+				victim = w
+			}
+		}
+		if victim == nil {
+			t.Fatal("no bridge's request count moved")
+		}
+		victim.kill()
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "data: ") || strings.HasPrefix(sc.Text(), "event: ") {
+				events = append(events, sc.Text())
+			}
+		}
+		s := reassemble(t, chatPath, []byte(strings.Join(events, "\n\n")+"\n\n"))
+		if s.finishReason != "length" || s.usage == nil || s.usage.CompletionTokens != tokens {
+			t.Errorf("after the kill: finish %q, usage %+v; want the whole answer (%d tokens) ending with length", s.finishReason, s.usage, tokens)
+		}
+	})
+}
