@@ -50,6 +50,7 @@ type engineFlags struct {
 	contextLength *int
 	kvBlockSize   *int
 	dpSize        *int
+	loadInterval  *string
 	kv            kvEventsConfig
 }
 
@@ -74,6 +75,7 @@ func registerEngine(s *envflag.Set) *engineFlags {
 		contextLength: s.Int("context-length", 0, "maximum prompt+output tokens (default: read from the engine)", env("context-length")),
 		kvBlockSize:   s.Int("kv-block-size", 0, "the engine's KV-cache block size (vLLM --block-size, SGLang --page-size), for KV-aware routing (0 unknown)", env("kv-block-size")),
 		dpSize:        s.Int("data-parallel-size", 1, "data-parallel ranks of the engine (KV events are published per rank)", env("data-parallel-size")),
+		loadInterval:  s.String("engine-metrics-interval", bridge.DefaultLoadInterval.String(), "how often the engine's Prometheus /metrics is read for the load published to KV-aware routers (a Go duration; 0 off; llama.cpp needs --metrics)", env("engine-metrics-interval")),
 	}
 	s.FlagSet().StringVar(&f.kv.Endpoint, "kv-events-endpoint", "", "the engine's ZeroMQ KV-event publisher, tcp://host:port (vLLM/SGLang --kv-events-config endpoint), for KV-aware routing; needs --kv-block-size")
 	s.FlagSet().StringVar(&f.kv.ReplayEndpoint, "kv-events-replay-endpoint", "", "the engine's KV-event replay socket, tcp://host:port: missed events are fetched from it (\"\" for none: a gap is logged and counted)")
@@ -99,11 +101,15 @@ func (f *engineFlags) config() (bridge.Config, error) {
 	if err != nil || d <= 0 {
 		errs = append(errs, fmt.Errorf("--engine-start-timeout %q: want a positive duration such as 10m", *f.startTimeout))
 	}
+	li, err := time.ParseDuration(*f.loadInterval)
+	if err != nil || li < 0 {
+		errs = append(errs, fmt.Errorf("--engine-metrics-interval %q: want a duration such as 1s, or 0 for off", *f.loadInterval))
+	}
 	if *f.dpSize < 1 {
 		errs = append(errs, fmt.Errorf("--data-parallel-size %d: want at least 1", *f.dpSize))
 	}
 	cfg := bridge.Config{Dialect: *f.engine, URL: *f.url, Model: *f.model, ContextLength: *f.contextLength,
-		KVBlockSize: *f.kvBlockSize, StartTimeout: d, DataParallelSize: *f.dpSize}
+		KVBlockSize: *f.kvBlockSize, StartTimeout: d, DataParallelSize: *f.dpSize, LoadInterval: li}
 	if err := errors.Join(errs...); err != nil {
 		return cfg, err
 	}

@@ -48,6 +48,7 @@ func TestBadFlagsExitTwoWithAReason(t *testing.T) {
 		{append([]string{"--engine", "vllm", "--engine-url", "localhost:8000"}, model...), "want http://host:port"},
 		{append([]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1", "--engine-start-timeout", "soon"}, model...), "--engine-start-timeout"},
 		{append([]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1", "--context-length", "x"}, model...), "context-length"},
+		{append([]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1", "--engine-metrics-interval", "-1s"}, model...), "--engine-metrics-interval"},
 		{append([]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1", "--kv-events-endpoint", "tcp://127.0.0.1:5557"}, model...), "needs --kv-block-size"},
 		{append([]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1", "--kv-events-replay-endpoint", "tcp://127.0.0.1:5558"}, model...), "needs --kv-events-endpoint"},
 		{[]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1"}, "--model-path is required"},

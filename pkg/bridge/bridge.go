@@ -72,11 +72,19 @@ type Config struct {
 	// DataParallelSize is the number of ranks KVEvents publishes for
 	// (default 1).
 	DataParallelSize int
+	// LoadInterval, when positive, is how often the engine's Prometheus
+	// /metrics is read, from Start until Cleanup, in a goroutine the
+	// Engine owns; each rank's load is published (a kvblock.LoadEvent)
+	// when it changed. 0: off (cmd/worker's default is
+	// DefaultLoadInterval). See load.go for the metric names.
+	LoadInterval time.Duration
 }
 
 // Engine is a backend.Engine that forwards requests to an engine's HTTP
 // server. It also implements backend.KVEventSource (it reports ranks only
-// when Config.KVEvents is set). It is safe for concurrent use.
+// when Config.KVEvents or Config.LoadInterval is set) and
+// backend.HealthProber (the engine's /health). It is safe for concurrent
+// use.
 type Engine struct {
 	cfg    Config
 	d      dialect
@@ -90,13 +98,14 @@ type Engine struct {
 	info     engineInfo // from Start
 	started  bool
 	cleaned  bool
-	cancelKV context.CancelFunc
-	kvDone   chan struct{}
+	cancelBG context.CancelFunc // stops the KV-event source and the load poller
+	bg       sync.WaitGroup     // counts them
 }
 
 var (
 	_ backend.Engine        = (*Engine)(nil)
 	_ backend.KVEventSource = (*Engine)(nil)
+	_ backend.HealthProber  = (*Engine)(nil)
 )
 
 // New returns an Engine for cfg. It starts nothing and sends nothing.
@@ -116,6 +125,8 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("%w: KV block size %d must not be negative", ErrInvalidConfig, cfg.KVBlockSize)
 	case cfg.StartTimeout < 0:
 		return nil, fmt.Errorf("%w: start timeout %v must not be negative", ErrInvalidConfig, cfg.StartTimeout)
+	case cfg.LoadInterval < 0:
+		return nil, fmt.Errorf("%w: load interval %v must not be negative", ErrInvalidConfig, cfg.LoadInterval)
 	case cfg.DataParallelSize < 0:
 		return nil, fmt.Errorf("%w: data-parallel size %d must not be negative", ErrInvalidConfig, cfg.DataParallelSize)
 	}
@@ -150,9 +161,9 @@ func dialectOf(name string) (dialect, error) {
 }
 
 // KVEventSources returns the data-parallel ranks 0..DataParallelSize-1
-// when Config.KVEvents is set, else none.
+// when Config.KVEvents or Config.LoadInterval is set, else none.
 func (e *Engine) KVEventSources() []int {
-	if e.cfg.KVEvents == nil {
+	if e.cfg.KVEvents == nil && e.cfg.LoadInterval == 0 {
 		return nil
 	}
 	ranks := make([]int, e.cfg.DataParallelSize)
@@ -162,7 +173,8 @@ func (e *Engine) KVEventSources() []int {
 	return ranks
 }
 
-// SetEventPublisher sets where KV events go; call it before Start.
+// SetEventPublisher sets where KV events and loads go; call it before
+// Start.
 func (e *Engine) SetEventPublisher(p backend.EventPublisher) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -170,7 +182,8 @@ func (e *Engine) SetEventPublisher(p backend.EventPublisher) {
 }
 
 // Start waits for the engine to be ready, checks the model it serves and
-// reads its context length, then starts the KV-event source.
+// reads its context length, then starts the KV-event source and the load
+// poller.
 func (e *Engine) Start(ctx context.Context, workerID uint64) (backend.Config, error) {
 	e.mu.Lock()
 	if e.started || e.cleaned {
@@ -208,8 +221,13 @@ func (e *Engine) Start(ctx context.Context, workerID uint64) (backend.Config, er
 		return backend.Config{}, fmt.Errorf("bridge: Cleanup ran during Start")
 	}
 	e.info, e.started = info, true
+	bg, cancel := context.WithCancel(context.Background())
+	e.cancelBG = cancel
 	if e.cfg.KVEvents != nil {
-		e.startKVEvents(workerID)
+		e.startKVEvents(bg, workerID)
+	}
+	if e.cfg.LoadInterval > 0 {
+		e.startLoad(bg, workerID)
 	}
 	e.log.Info("bridge: engine ready", "dialect", e.cfg.Dialect, "url", e.base, "model", info.served, "context_length", info.contextLength)
 	return backend.Config{
@@ -232,10 +250,9 @@ func matches(names []string, want string) bool {
 	return false
 }
 
-// startKVEvents runs Config.KVEvents until Cleanup; e.mu is held.
-func (e *Engine) startKVEvents(workerID uint64) {
-	ctx, cancel := context.WithCancel(context.Background())
-	e.cancelKV, e.kvDone = cancel, make(chan struct{})
+// startKVEvents runs Config.KVEvents until ctx ends (Cleanup); e.bg
+// counts the goroutine. e.mu is held.
+func (e *Engine) startKVEvents(ctx context.Context, workerID uint64) {
 	pub := e.pub
 	emit := func(rank int, ev kvblock.KVCacheEvent) {
 		if pub == nil {
@@ -245,28 +262,31 @@ func (e *Engine) startKVEvents(workerID uint64) {
 			e.log.Warn("bridge: publish KV event", "rank", rank, "err", err)
 		}
 	}
+	e.bg.Add(1)
 	go func() {
-		defer close(e.kvDone)
+		defer e.bg.Done()
 		if err := e.cfg.KVEvents(ctx, emit); err != nil && ctx.Err() == nil {
 			e.log.Error("bridge: the KV-event source stopped; KV-aware routing gets no more events from this worker", "err", err)
 		}
 	}()
 }
 
-// Cleanup stops the KV-event source and closes idle connections. It is
-// idempotent and works without Start.
+// Cleanup stops the KV-event source and the load poller and closes idle
+// connections. It is idempotent and works without Start.
 func (e *Engine) Cleanup(ctx context.Context) error {
 	e.mu.Lock()
 	e.cleaned = true
-	cancel, done := e.cancelKV, e.kvDone
-	e.cancelKV = nil
+	cancel := e.cancelBG
+	e.cancelBG = nil
 	e.mu.Unlock()
 	if cancel != nil {
 		cancel()
+		done := make(chan struct{})
+		go func() { e.bg.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return fmt.Errorf("bridge: the KV-event source did not stop: %w", context.Cause(ctx))
+			return fmt.Errorf("bridge: the KV-event source or the load poller did not stop: %w", context.Cause(ctx))
 		}
 	}
 	if e.own {

@@ -8,9 +8,12 @@
 // Lifecycle: New checks the Config and starts nothing. Start waits until
 // the engine's /health answers (bounded by Config.StartTimeout), checks
 // the model it serves and reads its context length, and runs the KV-event
-// source (Config.KVEvents) in a goroutine the Engine owns. Generate may be
-// called concurrently, once per request: one engine HTTP request each.
-// Cleanup stops the KV-event source and closes idle connections; it is
+// source (Config.KVEvents) and the load poller (Config.LoadInterval: the
+// engine's Prometheus /metrics, published as kvblock.LoadEvent per rank)
+// in goroutines the Engine owns. Generate may be called concurrently,
+// once per request: one engine HTTP request each. Healthy
+// (backend.HealthProber) asks the engine's /health. Cleanup stops the
+// KV-event source and the load poller and closes idle connections; it is
 // idempotent.
 //
 // Stop and kill: closing the HTTP response aborts the request in all

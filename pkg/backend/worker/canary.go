@@ -34,7 +34,9 @@ const setHealthyTimeout = 5 * time.Second
 // runtime.md §5.3). Real traffic keeps it quiet: every output the
 // endpoint sends resets its idle timer (busy), so a busy endpoint is never
 // probed. While the endpoint is unhealthy a canary goes every wait time,
-// whatever the traffic, so that recovery is noticed.
+// whatever the traffic, so that recovery is noticed. An engine that is a
+// backend.HealthProber is also asked every ProbeInterval, busy or idle
+// (probe.go); the endpoint is healthy while both verdicts are.
 type canary struct {
 	w       *server
 	ep      *runtime.Endpoint
@@ -46,10 +48,14 @@ type canary struct {
 	start time.Time
 	last  atomic.Int64 // the endpoint's last output: time since start
 
+	prober backend.HealthProber // nil unless the engine is one
+
 	// Run's own state.
-	healthy bool          // the verdict of the last canary
-	synced  bool          // the runtime has been told healthy
-	running chan struct{} // closed when the last canary's Generate returned
+	healthy   bool          // the endpoint's verdict: canaryOK and no engineErr
+	canaryOK  bool          // the verdict of the last canary
+	engineErr string        // why the prober failed last; "" when it passed
+	synced    bool          // the runtime has been told healthy
+	running   chan struct{} // closed when the last canary's Generate returned
 }
 
 // newCanary builds the canary of w's endpoint and registers its metrics.
@@ -81,16 +87,19 @@ func (w *server) newCanary(ecfg backend.Config) (*canary, error) {
 		return nil, err
 	}
 	m.healthy.Set(1)
+	prober, _ := w.engine.(backend.HealthProber)
 	return &canary{
-		w:       w,
-		ep:      w.rt.Endpoint(w.cfg.Endpoint),
-		cfg:     w.cfg.Canary,
-		payload: payload,
-		log:     w.log.With("endpoint", w.cfg.Endpoint.String()),
-		metrics: m,
-		start:   time.Now(),
-		healthy: true,
-		synced:  true,
+		prober:   prober,
+		w:        w,
+		ep:       w.rt.Endpoint(w.cfg.Endpoint),
+		cfg:      w.cfg.Canary,
+		payload:  payload,
+		log:      w.log.With("endpoint", w.cfg.Endpoint.String()),
+		metrics:  m,
+		start:    time.Now(),
+		healthy:  true,
+		canaryOK: true,
+		synced:   true,
 	}, nil
 }
 
@@ -127,10 +136,21 @@ func (c *canary) Run(ctx context.Context) {
 	}()
 	t := time.NewTimer(c.cfg.WaitTime)
 	defer t.Stop()
+	var probes <-chan time.Time
+	if c.prober != nil {
+		tk := time.NewTicker(c.cfg.ProbeInterval)
+		defer tk.Stop()
+		probes = tk.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-probes:
+			if c.probeEngine(ctx) {
+				t.Reset(0) // the engine is back: check it with a canary now
+			}
+			continue
 		case <-t.C:
 		}
 		if idle := c.idle(); c.healthy && idle < c.cfg.WaitTime {
@@ -142,15 +162,26 @@ func (c *canary) Run(ctx context.Context) {
 	}
 }
 
-// check sends one canary and applies its verdict: a change is logged, and
-// the runtime takes the endpoint out of discovery or puts it back.
+// check sends one canary and applies its verdict. While the engine's
+// prober fails, no canary is sent: the prober's verdict stands.
 func (c *canary) check(ctx context.Context) {
+	if c.engineErr != "" {
+		return
+	}
 	result, reason := c.probe(ctx)
 	if result == "" {
 		return // shutting down
 	}
 	c.metrics.checks.WithLabelValues(result).Inc()
-	ok := result == resultPass
+	c.canaryOK = result == resultPass
+	c.apply(ctx, reason)
+}
+
+// apply sets the endpoint's verdict from the last canary and the last
+// probe: a change is logged, and the runtime takes the endpoint out of
+// discovery or puts it back. reason says why it is unhealthy.
+func (c *canary) apply(ctx context.Context, reason string) {
+	ok := c.canaryOK && c.engineErr == ""
 	if ok != c.healthy {
 		c.healthy, c.synced = ok, false
 		if ok {

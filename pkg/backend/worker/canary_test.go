@@ -361,6 +361,7 @@ func TestCanaryConfigIsChecked(t *testing.T) {
 	for _, c := range []worker.CanaryConfig{
 		{WaitTime: -time.Second},
 		{RequestTimeout: -time.Second},
+		{ProbeInterval: -time.Second},
 		{Payload: &backend.Request{}},
 	} {
 		if err := (worker.Config{Canary: c}).Validate(); err == nil {

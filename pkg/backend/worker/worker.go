@@ -98,6 +98,10 @@ type CanaryConfig struct {
 	// max_tokens 1. The worker sends a copy with HealthCheck set, and the
 	// served model name when Model is empty.
 	Payload *backend.Request
+	// ProbeInterval is how often an engine that is a
+	// backend.HealthProber is asked whether it is healthy, busy or idle
+	// (default 5 s); each call is bounded by RequestTimeout.
+	ProbeInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -119,6 +123,9 @@ func (c Config) withDefaults() Config {
 	if c.Canary.RequestTimeout == 0 {
 		c.Canary.RequestTimeout = 3 * time.Second
 	}
+	if c.Canary.ProbeInterval == 0 {
+		c.Canary.ProbeInterval = 5 * time.Second
+	}
 	return c
 }
 
@@ -137,8 +144,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("worker: model type %q: want chat, completions or embedding", t)
 		}
 	}
-	if c.Canary.WaitTime < 0 || c.Canary.RequestTimeout < 0 {
-		return fmt.Errorf("worker: canary wait time %s and request timeout %s must not be negative", c.Canary.WaitTime, c.Canary.RequestTimeout)
+	if c.Canary.WaitTime < 0 || c.Canary.RequestTimeout < 0 || c.Canary.ProbeInterval < 0 {
+		return fmt.Errorf("worker: canary wait time %s, request timeout %s and probe interval %s must not be negative",
+			c.Canary.WaitTime, c.Canary.RequestTimeout, c.Canary.ProbeInterval)
 	}
 	if p := c.Canary.Payload; p != nil && len(p.TokenIDs) == 0 {
 		return errors.New("worker: the canary payload has no token_ids (want a backend request: token_ids, stop_conditions, ...)")

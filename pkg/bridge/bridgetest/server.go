@@ -2,7 +2,8 @@
 // pkg/bridge and the worker binary: it speaks the vLLM, SGLang or
 // llama.cpp dialect faithfully enough for the bridge (token ids in, a
 // streamed answer of token ids out, finish reasons, usage, /health, model
-// info) and notices when a client disconnects mid-stream.
+// info, /metrics with the load gauges of each dialect) and notices when
+// a client disconnects mid-stream.
 package bridgetest
 
 import (
@@ -48,6 +49,7 @@ type Server struct {
 	unhealth int
 	aborted  chan struct{} // one send per request the client abandoned
 	health   atomic.Int64
+	metrics  metricsState
 }
 
 // EOS is the fake model's end-of-sequence id.
@@ -71,6 +73,7 @@ func New(dialect string, opts Options) *Server {
 	s := &Server{dialect: dialect, opts: opts, unhealth: opts.Unhealthy, aborted: make(chan struct{}, 1024)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{map[string]any{
 			"id": opts.Model, "object": "model", "root": opts.Model, "max_model_len": opts.ContextLength}}})
