@@ -17,6 +17,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -39,11 +40,14 @@ import (
 	"github.com/dynamo-go/dynamo/internal/pprofserver"
 	"github.com/dynamo-go/dynamo/internal/rungroup"
 	"github.com/dynamo-go/dynamo/internal/workerflags"
+	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/hfhub"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
 	"github.com/dynamo-go/dynamo/pkg/mocker/vllmapi"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
+	"github.com/dynamo-go/dynamo/pkg/openai"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/telemetry"
@@ -219,8 +223,9 @@ func runWorker(ctx context.Context, rcfg runtime.Config, wcfg worker.Config, mcf
 // modelInfo is what the vLLM API mode needs of the model besides the
 // engine's configuration.
 type modelInfo struct {
-	tok *tokenizer.Tokenizer
-	eos []uint32
+	tok  *tokenizer.Tokenizer
+	eos  []uint32
+	card *modelcard.Card
 }
 
 // newVLLMServer builds the --serve-vllm-api server over a new engine.
@@ -234,6 +239,9 @@ func newVLLMServer(v vllmapi.Config, m mocker.Config, model *modelInfo, log *slo
 		v.ContextLength = mocker.DefaultConfig().ContextLength
 	}
 	v.EOSTokenIDs, v.Tokenize, v.Detokenize = model.eos, model.tok.Encode, model.tok.Decode
+	if v.TokenizeChat, err = chatTokenizer(model.card); err != nil {
+		return nil, err
+	}
 	v.Logger = log
 	return vllmapi.New(v, eng)
 }
@@ -248,7 +256,7 @@ func fillFromModel(ctx context.Context, c *mocker.Config, w worker.Config, kvCac
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", w.ModelPath, err)
 	}
-	card, err := modelcard.FromDir(dir, modelcard.Options{Name: w.ModelName, Source: w.ModelPath})
+	card, err := modelcard.FromDir(dir, modelcard.Options{Name: w.ModelName, Source: w.ModelPath, ChatTemplateFile: w.ChatTemplateFile})
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", w.ModelPath, err)
 	}
@@ -260,7 +268,7 @@ func fillFromModel(ctx context.Context, c *mocker.Config, w worker.Config, kvCac
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", w.ModelPath, err)
 	}
-	info := &modelInfo{tok: tok, eos: card.GenConfig.EOSTokenIDs}
+	info := &modelInfo{tok: tok, eos: card.GenConfig.EOSTokenIDs, card: card}
 	c.OutputTokens = outputVocabulary(tok, card.GenConfig.EOSTokenIDs)
 	if c.Script, err = newScript(tok, canned, log); err != nil {
 		return nil, err
@@ -317,4 +325,42 @@ func seconds(v string, def time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("%q: want a positive number of seconds", v)
 	}
 	return time.Duration(s * float64(time.Second)), nil
+}
+
+// chatTokenizer is the vLLM API's /tokenize for messages: the model's
+// chat template rendered and tokenized as the frontend does it
+// (pkg/preprocessor), so that engine preprocessing gives the frontend's
+// tokens. Nil when the model has no chat template.
+func chatTokenizer(card *modelcard.Card) (func(*backend.TokenizeRequest) ([]uint32, error), error) {
+	if card == nil || card.ChatTemplate == nil {
+		return nil, nil
+	}
+	m, err := preprocessor.NewModel(card, preprocessor.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return func(tr *backend.TokenizeRequest) ([]uint32, error) {
+		req := &openai.ChatCompletionRequest{
+			AddGenerationPrompt:  &tr.AddGenerationPrompt,
+			ContinueFinalMessage: &tr.ContinueFinalMessage,
+			ChatTemplateKwargs:   tr.ChatTemplateKwargs,
+		}
+		if err := json.Unmarshal(tr.Messages, &req.Messages); err != nil {
+			return nil, fmt.Errorf("%w: messages: %v", vllmapi.ErrBadChat, err)
+		}
+		if len(tr.Tools) > 0 && string(tr.Tools) != "null" {
+			if err := json.Unmarshal(tr.Tools, &req.Tools); err != nil {
+				return nil, fmt.Errorf("%w: tools: %v", vllmapi.ErrBadChat, err)
+			}
+		}
+		text, err := m.RenderChat(req)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", vllmapi.ErrBadChat, err)
+		}
+		ids, err := m.Tokenizer().Encode(text, false)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", vllmapi.ErrBadChat, err)
+		}
+		return ids, nil
+	}, nil
 }

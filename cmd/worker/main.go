@@ -33,6 +33,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/bridge"
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
 	"github.com/dynamo-go/dynamo/pkg/kvevents"
+	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
@@ -153,6 +154,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	wf := workerflags.Register(fs, env)
 	ef := registerEngine(envflag.New(fs, env))
+	pf := registerProcessing(envflag.New(fs, env))
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: worker --engine vllm|sglang|llamacpp --engine-url URL --model-path DIR|ORG/NAME [flags]")
 		fs.PrintDefaults()
@@ -172,7 +174,9 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	}
 	wcfg, rcfg, werr := wf.Configs()
 	bcfg, berr := ef.config()
-	if err := errors.Join(werr, berr); err != nil {
+	proc, perr := pf.processing(*ef.engine)
+	wcfg.Processing, bcfg.EngineText = proc, proc.Postprocessing == modelcard.ProcessingEngine
+	if err := errors.Join(werr, berr, perr); err != nil {
 		fmt.Fprintln(stderr, "worker:", err)
 		return 2
 	}
@@ -212,7 +216,11 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 
 // runWorker serves the bridge engine with its own runtime until ctx ends.
 func runWorker(ctx context.Context, rcfg runtime.Config, wcfg worker.Config, bcfg bridge.Config, reg *prometheus.Registry, log *slog.Logger) error {
-	eng, err := bridge.New(bcfg)
+	b, err := bridge.New(bcfg)
+	if err != nil {
+		return err
+	}
+	eng, err := engineFor(ctx, b, wcfg)
 	if err != nil {
 		return err
 	}

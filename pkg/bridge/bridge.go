@@ -49,6 +49,10 @@ type Config struct {
 	// Model is the model the engine must serve; "" accepts what it
 	// serves. A mismatch fails Start with ErrModelMismatch.
 	Model string
+	// EngineText asks the engine for its own detokenized text: every
+	// output carries it in Output.Text, beside the token ids (the card's
+	// postprocessing "engine"). vLLM only; New refuses it for the others.
+	EngineText bool
 	// ContextLength is the maximum prompt+output length; 0 reads it from
 	// the engine (vLLM /v1/models max_model_len; SGLang /v1/models or
 	// /server_info context_length; llama.cpp /props n_ctx).
@@ -112,6 +116,9 @@ var (
 func New(cfg Config) (*Engine, error) {
 	d, err := dialectOf(cfg.Dialect)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkProcessing(cfg); err != nil {
 		return nil, err
 	}
 	u, err := url.Parse(cfg.URL)

@@ -15,6 +15,8 @@ type engineInfo struct {
 	models        []string // the names it serves, the main one first
 	served        string   // the name requests carry
 	contextLength int      // 0 unknown
+	// text asks for the engine's text on the outputs (Config.EngineText).
+	text bool
 }
 
 // dialect is one engine's HTTP API.
@@ -27,7 +29,7 @@ type dialect interface {
 	// What the engine cannot do is an error wrapping ErrInvalidArgument.
 	request(req *backend.Request, info engineInfo) (path string, body any, err error)
 	// decoder returns the decoder of one request's streamed answer.
-	decoder(req *backend.Request) streamDecoder
+	decoder(req *backend.Request, info engineInfo) streamDecoder
 }
 
 // streamDecoder turns one engine stream into backend outputs.
@@ -58,11 +60,12 @@ func (e *Engine) Generate(ctx context.Context, req *backend.Request, emit func(*
 	if len(req.TokenIDs) == 0 {
 		return fmt.Errorf("bridge: %w: empty token_ids", backend.ErrInvalidArgument)
 	}
+	info.text = e.cfg.EngineText
 	path, body, err := e.d.request(req, info)
 	if err != nil {
 		return err
 	}
-	dec := e.d.decoder(req)
+	dec := e.d.decoder(req, info)
 	emitAll := func(outs []*backend.Output) error {
 		for _, o := range outs {
 			if err := emit(o); err != nil {

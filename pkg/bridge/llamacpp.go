@@ -190,7 +190,9 @@ type llamaDecoder struct {
 	done    bool
 }
 
-func (llamacpp) decoder(req *backend.Request) streamDecoder { return &llamaDecoder{req: req} }
+func (llamacpp) decoder(req *backend.Request, _ engineInfo) streamDecoder {
+	return &llamaDecoder{req: req}
+}
 
 func (d *llamaDecoder) event(field string, data []byte) ([]*backend.Output, bool, error) {
 	if field == "error" {

@@ -189,7 +189,7 @@ type sglangDecoder struct {
 	done    bool
 }
 
-func (sglang) decoder(req *backend.Request) streamDecoder {
+func (sglang) decoder(req *backend.Request, _ engineInfo) streamDecoder {
 	return &sglangDecoder{req: req, prompt: len(req.TokenIDs), cached: -1}
 }
 

@@ -116,6 +116,14 @@ func (vllm) request(req *backend.Request, info engineInfo) (string, any, error) 
 		UseBeamSearch:          so.UseBeamSearch,
 		LengthPenalty:          so.LengthPenalty,
 	}
+	if info.text {
+		// The engine's text is the client's: skip special tokens unless
+		// the request keeps them (the frontend's default).
+		body.SkipSpecialTokens = true
+		if v := req.OutputOptions.SkipSpecialTokens; v != nil {
+			body.SkipSpecialTokens = *v
+		}
+	}
 	if so.BestOf != nil && *so.BestOf > 1 {
 		return "", nil, refuse(DialectVLLM, "best_of %d (its OpenAI server dropped best_of)", *so.BestOf)
 	}
@@ -147,6 +155,7 @@ func (vllm) request(req *backend.Request, info engineInfo) (string, any, error) 
 type vllmChunk struct {
 	Choices []struct {
 		Index        int             `json:"index"`
+		Text         string          `json:"text"`
 		TokenIDs     []uint32        `json:"token_ids"`
 		FinishReason *string         `json:"finish_reason"`
 		StopReason   json.RawMessage `json:"stop_reason"`
@@ -174,18 +183,19 @@ type vllmChoice struct {
 
 type vllmDecoder struct {
 	req     *backend.Request
+	text    bool // outputs carry the engine's text
 	n       int
 	choices []vllmChoice
 	prompt  int
 	cached  int // -1 until the engine reports it
 }
 
-func (vllm) decoder(req *backend.Request) streamDecoder {
+func (vllm) decoder(req *backend.Request, info engineInfo) streamDecoder {
 	n := 1
 	if req.SamplingOptions.N != nil && *req.SamplingOptions.N > 1 {
 		n = *req.SamplingOptions.N
 	}
-	return &vllmDecoder{req: req, n: n, choices: make([]vllmChoice, n), prompt: len(req.TokenIDs), cached: -1}
+	return &vllmDecoder{req: req, text: info.text, n: n, choices: make([]vllmChoice, n), prompt: len(req.TokenIDs), cached: -1}
 }
 
 func (d *vllmDecoder) index(i int) *uint32 {
@@ -223,12 +233,15 @@ func (d *vllmDecoder) event(field string, data []byte) ([]*backend.Output, bool,
 		if o.TokenIDs == nil {
 			o.TokenIDs = []uint32{}
 		}
+		if d.text {
+			o.Text = backend.Ptr(ch.Text)
+		}
 		if lp := ch.Logprobs; lp != nil && d.req.OutputOptions.Logprobs != nil {
 			vllmLogprobs(o, lp.TokenLogprobs, lp.Tokens, lp.TopLogprobs)
 		}
 		st.emitted += len(ch.TokenIDs)
 		if ch.FinishReason == nil {
-			if len(o.TokenIDs) > 0 {
+			if len(o.TokenIDs) > 0 || ch.Text != "" && d.text {
 				outs = append(outs, o)
 			}
 			continue

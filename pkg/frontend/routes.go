@@ -69,7 +69,9 @@ func (s *Service) handleModel(w http.ResponseWriter, r *http.Request) {
 
 // modelObject is m as /v1/models shows it.
 func modelObject(m *pipeline.Model, created int64) openai.Model {
-	return openai.Model{ID: m.Name(), Object: "model", Created: created, OwnedBy: "nvidia", MaxModelLen: int(m.Card().ContextLength)}
+	p := m.Card().RuntimeConfig.Processing()
+	return openai.Model{ID: m.Name(), Object: "model", Created: created, OwnedBy: "nvidia", MaxModelLen: int(m.Card().ContextLength),
+		Processing: &openai.ModelProcessing{Preprocessing: p.Preprocessing, Postprocessing: p.Postprocessing}}
 }
 
 type healthBody struct {

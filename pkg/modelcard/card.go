@@ -88,6 +88,18 @@ type RuntimeConfig struct {
 	ToolCallParser string `json:"tool_call_parser,omitempty"`
 	// ReasoningParser names the reasoning parser for this model's output.
 	ReasoningParser string `json:"reasoning_parser,omitempty"`
+	// Preprocessing says who renders the chat template and tokenizes this
+	// model's chat prompts: "frontend" (or absent: the frontend, with the
+	// card's template and tokenizer) or "engine" (the frontend asks a
+	// worker, on its tokenize endpoint, for the engine's own tokens). See
+	// docs/model-card.md, "Processing modes".
+	Preprocessing string `json:"preprocessing,omitempty"`
+	// Postprocessing says who turns generated token ids into text:
+	// "frontend" (or absent), "worker" (the worker detokenizes with the
+	// model's tokenizer) or "engine" (the engine's own text). Outputs
+	// then carry text; stop strings, tool-call and reasoning parsing stay
+	// on the frontend in every mode.
+	Postprocessing string `json:"postprocessing,omitempty"`
 	// DisaggregatedEndpoint is where a prefill worker listens for the
 	// bootstrap handoff (backend.BootstrapInfo); nil: it does not, and the
 	// frontend hands its requests over synchronously.

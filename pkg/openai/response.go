@@ -152,6 +152,21 @@ type Model struct {
 	// MaxModelLen is the model's context window in tokens (prompt and
 	// output), as vLLM reports it; absent when unknown.
 	MaxModelLen int `json:"max_model_len,omitempty"`
+	// Processing says where the model's prompts are rendered and
+	// tokenized and its output detokenized (a Dynamo extension).
+	Processing *ModelProcessing `json:"processing,omitempty"`
+}
+
+// ModelProcessing is a model's processing modes, as its card publishes
+// them.
+type ModelProcessing struct {
+	// Preprocessing is "frontend" (the frontend renders the chat template
+	// and tokenizes) or "engine" (the engine's template and tokenizer,
+	// asked for by the frontend).
+	Preprocessing string `json:"preprocessing"`
+	// Postprocessing is "frontend", "worker" or "engine": who turns the
+	// generated tokens into text.
+	Postprocessing string `json:"postprocessing"`
 }
 
 // ModelList is the body of GET /v1/models.

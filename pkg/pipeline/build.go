@@ -29,7 +29,12 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 	if r.cfg.KVCacheBlockSize > 0 {
 		card.KVCacheBlockSize = uint32(r.cfg.KVCacheBlockSize)
 	}
-	pre, err := preprocessor.NewModel(card, preprocessor.Options{Clock: r.clock, TracerProvider: r.tp})
+	workers := newModelInstances(nil)
+	popts := preprocessor.Options{Clock: r.clock, TracerProvider: r.tp}
+	if card.RuntimeConfig.Preprocessing == modelcard.ProcessingEngine {
+		popts.EngineTokenizer = newWorkerTokenizer(r.rt, ep, workers.serves)
+	}
+	pre, err := preprocessor.NewModel(card, popts)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +47,8 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", ep.Path(), err)
 	}
-	m := &Model{name: card.DisplayName, card: card, pre: pre, workers: newModelInstances(client), keys: map[string]bool{}}
+	workers.Client = client
+	m := &Model{name: card.DisplayName, card: card, pre: pre, workers: workers, keys: map[string]bool{}}
 	push := router.New(m.workers, r.policy(), r.log, r.tp)
 	var next backend.Generator = push
 	var decode interface {

@@ -63,3 +63,10 @@ func (mi *modelInstances) Instances() []runtime.Instance {
 	}
 	return out
 }
+
+// serves reports whether instance id serves the model.
+func (mi *modelInstances) serves(id uint64) bool {
+	mi.mu.RLock()
+	defer mi.mu.RUnlock()
+	return mi.ids[id] > 0
+}

@@ -28,6 +28,11 @@ type Options struct {
 	Clock func() time.Time
 	// TracerProvider makes the preprocessing spans; nil makes none.
 	TracerProvider trace.TracerProvider
+	// EngineTokenizer renders and tokenizes chat prompts for a model
+	// whose card says preprocessing "engine" (required then, unused
+	// otherwise): chat requests are not rendered with the card's
+	// template, and the formatted_prompt annotation is empty.
+	EngineTokenizer EngineTokenizer
 }
 
 // Model holds what preprocessing one model needs, built once when the
@@ -47,6 +52,9 @@ type Model struct {
 	reasoning *reasoning.Parser
 	tools     *toolcall.Parser
 	parserErr error
+	// engineTok tokenizes chat prompts when the engine preprocesses
+	// (nil: the frontend renders and tokenizes).
+	engineTok EngineTokenizer
 }
 
 type kv struct {
@@ -77,6 +85,12 @@ func NewModel(card *modelcard.Card, opts Options) (*Model, error) {
 	}
 	if m.clock == nil {
 		m.clock = time.Now
+	}
+	if nativePreprocessing(card) {
+		if opts.EngineTokenizer == nil {
+			return nil, fmt.Errorf("model %q: %w", card.DisplayName, ErrNoEngineTokenizer)
+		}
+		m.engineTok = opts.EngineTokenizer
 	}
 	m.lookupParsers(card.RuntimeConfig)
 	for name, src := range card.ChatTemplate.Named() {
@@ -122,8 +136,9 @@ func (m *Model) lookupParsers(rc modelcard.RuntimeConfig) {
 	m.parserErr = errors.Join(errs...)
 }
 
-// HasChatTemplate reports whether the model can serve chat requests.
-func (m *Model) HasChatTemplate() bool { return len(m.templates) > 0 }
+// HasChatTemplate reports whether the model can serve chat requests (an
+// engine that preprocesses has its own template).
+func (m *Model) HasChatTemplate() bool { return len(m.templates) > 0 || m.engineTok != nil }
 
 // specialTokens returns tokenizer_config.json's "*_token" entries and
 // additional_special_tokens as the plain values transformers puts in the

@@ -47,6 +47,14 @@ func (m *Model) prepareChat(ctx context.Context, req *openai.ChatCompletionReque
 		} else if last.Content.Text != nil {
 			p.Prompt = *last.Content.Text
 		}
+	case m.engineTok != nil:
+		tctx, tspan := m.tracer.Start(ctx, "tokenize.engine")
+		ids, err = m.tokenizeNative(tctx, req)
+		tspan.SetAttributes(attribute.Int("token_count", len(ids)))
+		endSpan(tspan, err)
+		if err != nil {
+			return nil, err
+		}
 	default:
 		_, rspan := m.tracer.Start(ctx, "template.render")
 		text, err := m.RenderChat(req)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -194,6 +195,117 @@ func TestEngineBridge(t *testing.T) {
 		s := reassemble(t, chatPath, []byte(strings.Join(events, "\n\n")+"\n\n"))
 		if s.finishReason != "length" || s.usage == nil || s.usage.CompletionTokens != tokens {
 			t.Errorf("after the kill: finish %q, usage %+v; want the whole answer (%d tokens) ending with length", s.finishReason, s.usage, tokens)
+		}
+	})
+}
+
+// TestProcessingModes serves the demo model through cmd/worker --engine
+// vllm in front of one deterministic mocker in its vLLM API mode, three
+// times under three names, one per processing mode: the frontend's
+// (default), the worker's detokenizer (--postprocessing worker), and the
+// engine's own chat template, tokenizer and text (--vllm-processing).
+// With a fixed seed every mode gives the same prompt tokens and the same
+// text, /v1/models says which mode each model has, and stop strings
+// still cut the text in every mode.
+func TestProcessingModes(t *testing.T) {
+	c := newCluster(t, "etcd", "nats")
+	engine := startVLLMEngine(t, "vllm", deterministic...)
+	modes := []struct {
+		model, pre, post string
+		flags            []string
+	}{
+		{"demo-frontend", "frontend", "frontend", nil},
+		{"demo-worker", "frontend", "worker", []string{"--postprocessing", "worker"}},
+		{"demo-native", "engine", "engine", []string{"--vllm-processing"}},
+	}
+	var names []string
+	workers := map[string]*process{}
+	for _, m := range modes {
+		args := append([]string{"--engine", "vllm", "--engine-url", engine.url, "--model-path", demoModel,
+			"--model-name", m.model, "--endpoint", "dyn://dynamo." + m.model + ".generate", "--engine-start-timeout", "60s"}, c.args...)
+		workers[m.model] = startProcess(t, m.model, workerBin, statusListening, append(slices.Clone(c.env), "DYN_SYSTEM_PORT=0"), append(args, m.flags...)...)
+		names = append(names, m.model)
+	}
+	f := c.startFrontend()
+	f.waitModels(t, names...)
+
+	t.Run("/v1/models says each model's processing", func(t *testing.T) {
+		resp, err := f.http.Get(f.url + "/v1/models")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var list struct {
+			Data []struct {
+				ID         string `json:"id"`
+				Processing struct {
+					Pre  string `json:"preprocessing"`
+					Post string `json:"postprocessing"`
+				} `json:"processing"`
+			} `json:"data"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][2]string{}
+		for _, m := range list.Data {
+			got[m.ID] = [2]string{m.Processing.Pre, m.Processing.Post}
+		}
+		for _, m := range modes {
+			if got[m.model] != [2]string{m.pre, m.post} {
+				t.Errorf("%s: processing %v, want %s/%s", m.model, got[m.model], m.pre, m.post)
+			}
+		}
+	})
+
+	chat := func(model string, extra object) object {
+		req := object{"model": model, "seed": 7, "max_tokens": 40, "stream_options": object{"include_usage": true},
+			"messages": []object{{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Héllo, which mode am I in? 🙂"}}}
+		for k, v := range extra {
+			req[k] = v
+		}
+		return req
+	}
+	var want streamed
+	t.Run("every mode gives the same prompt and text", func(t *testing.T) {
+		for i, m := range modes {
+			s := f.stream(t, chatPath, chat(m.model, nil))
+			if s.text == "" || s.finishReason != "length" || s.usage == nil || s.usage.CompletionTokens != 40 {
+				t.Fatalf("%s: text %q, finish %q, usage %+v; want 40 tokens of text ending with length", m.model, s.text, s.finishReason, s.usage)
+			}
+			ureq := chat(m.model, nil)
+			delete(ureq, "stream_options")
+			u := f.unary(t, chatPath, ureq)
+			if u.text() != s.text {
+				t.Errorf("%s: unary text %q, streamed %q", m.model, u.text(), s.text)
+			}
+			if i == 0 {
+				want = s
+				continue
+			}
+			if s.text != want.text || s.usage.PromptTokens != want.usage.PromptTokens {
+				t.Errorf("%s: text %q (%d prompt tokens), want %s's %q (%d)", m.model, s.text, s.usage.PromptTokens, modes[0].model, want.text, want.usage.PromptTokens)
+			}
+		}
+		// The native model's prompts came from the engine, through its
+		// worker's tokenize endpoint: one per request.
+		if v, _ := workers["demo-native"].scrape(t).value("dynamo_component_requests_total", `dynamo_endpoint="tokenize"`); v < 2 {
+			t.Errorf("demo-native's worker answered %v tokenize requests, want one per request (at least 2)", v)
+		}
+	})
+
+	t.Run("stop strings cut the text in every mode", func(t *testing.T) {
+		if len(want.text) < 12 {
+			t.Skip("no answer to cut")
+		}
+		runes := []rune(want.text)
+		stop := string(runes[len(runes)/2 : len(runes)/2+3])
+		cut := want.text[:strings.Index(want.text, stop)]
+		for _, m := range modes {
+			s := f.stream(t, chatPath, chat(m.model, object{"stop": []string{stop}}))
+			if s.text != cut || s.finishReason != "stop" {
+				t.Errorf("%s with stop %q: text %q, finish %q; want %q, stop", m.model, stop, s.text, s.finishReason, cut)
+			}
 		}
 	})
 }

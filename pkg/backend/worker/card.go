@@ -41,6 +41,8 @@ func (w *server) buildCard(ctx context.Context, ecfg backend.Config) (*modelcard
 			DataParallelSize:    ecfg.DataParallelSize,
 			ToolCallParser:      w.cfg.ToolCallParser,
 			ReasoningParser:     w.cfg.ReasoningParser,
+			Preprocessing:       w.cfg.Processing.Preprocessing,
+			Postprocessing:      w.cfg.Processing.Postprocessing,
 
 			DisaggregatedEndpoint: w.bootstrapEndpoint(ecfg),
 		},

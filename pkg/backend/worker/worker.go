@@ -12,6 +12,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/hfhub"
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
+	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
@@ -58,6 +59,12 @@ type Config struct {
 	// "" for none. The binary checks the names.
 	ToolCallParser  string
 	ReasoningParser string
+	// Processing is published in the card's runtime config: who renders
+	// and tokenizes chat prompts (preprocessing "engine": the engine must
+	// be a backend.ChatTokenizer, served on backend.TokenizeEndpoint) and
+	// who detokenizes (postprocessing "worker" or "engine": the engine's
+	// outputs carry Text). Zero: the frontend does both.
+	Processing modelcard.Processing
 	// ChatTemplateFile is a Jinja chat template file that replaces the
 	// model's own (--custom-jinja-template); "" keeps the model's.
 	ChatTemplateFile string
@@ -150,6 +157,9 @@ func (c Config) Validate() error {
 	}
 	if p := c.Canary.Payload; p != nil && len(p.TokenIDs) == 0 {
 		return errors.New("worker: the canary payload has no token_ids (want a backend request: token_ids, stop_conditions, ...)")
+	}
+	if err := c.Processing.Validate(); err != nil {
+		return fmt.Errorf("worker: %w", err)
 	}
 	if c.Endpoint != (runtime.EndpointID{}) {
 		return c.Endpoint.Validate()
@@ -273,6 +283,11 @@ func (w *server) run(ctx context.Context) (err error) {
 			err = fmt.Errorf("worker: files endpoint: %w", ferr)
 		}
 	}()
+	stopTokenize, err := w.serveTokenize(serveCtx)
+	if err != nil {
+		return err
+	}
+	defer stopTokenize()
 	cardKey, err := w.publishCard(ctx, card)
 	if err != nil {
 		return err

@@ -19,7 +19,9 @@
 //     vllm:gpu_cache_usage_perc) in [0, 1], vllm:num_preemptions_total,
 //     vllm:prompt_tokens_total, vllm:generation_tokens_total,
 //     vllm:request_success_total{finished_reason}, vllm:cache_config_info.
-//   - POST /tokenize {"prompt","add_special_tokens"} and POST /detokenize
+//   - POST /tokenize {"prompt","add_special_tokens"} or {"messages","tools",
+//     "add_generation_prompt","continue_final_message","chat_template_kwargs"}
+//     (rendered with the model's chat template, Config.TokenizeChat) and POST /detokenize
 //     {"tokens"}, when the server has a tokenizer (else 501).
 //   - POST /v1/completions: see below. Other paths: 404.
 //

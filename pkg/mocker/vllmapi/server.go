@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
 )
 
@@ -54,6 +55,11 @@ type Config struct {
 	// Tokenize encodes text, for string prompts and /tokenize. Nil:
 	// string prompts are answered with 400, /tokenize with 501.
 	Tokenize func(text string, addSpecialTokens bool) ([]uint32, error)
+	// TokenizeChat renders a conversation with the model's chat template
+	// and tokenizes it, for /tokenize with messages (vLLM's
+	// TokenizeChatRequest). Nil: such requests are answered with 501. An
+	// error wrapping ErrBadChat is the client's (400).
+	TokenizeChat func(req *backend.TokenizeRequest) ([]uint32, error)
 	// Detokenize decodes ids, for the text of answers, logprob tokens and
 	// /detokenize. Nil: text is "" and logprob tokens are "token_id:N".
 	Detokenize func(ids []uint32, skipSpecialTokens bool) (string, error)
@@ -337,23 +343,52 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 	}{"list", []modelCard{card}})
 }
 
-// tokenizeRequest is vLLM's TokenizeCompletionRequest.
+// ErrBadChat is wrapped by Config.TokenizeChat's error for a conversation
+// the chat template refuses.
+var ErrBadChat = errors.New("vllmapi: bad chat request")
+
+// tokenizeRequest is vLLM's TokenizeCompletionRequest (prompt) or
+// TokenizeChatRequest (messages).
 type tokenizeRequest struct {
 	Model            string `json:"model"`
 	Prompt           string `json:"prompt"`
 	AddSpecialTokens *bool  `json:"add_special_tokens"`
+
+	Messages             json.RawMessage `json:"messages"`
+	Tools                json.RawMessage `json:"tools"`
+	AddGenerationPrompt  *bool           `json:"add_generation_prompt"`
+	ContinueFinalMessage bool            `json:"continue_final_message"`
+	ChatTemplateKwargs   json.RawMessage `json:"chat_template_kwargs"`
 }
 
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Tokenize == nil {
-		writeError(w, http.StatusNotImplemented, "the mocker was started without a tokenizer", "")
-		return
-	}
 	var req tokenizeRequest
 	if !s.decode(w, r, &req) || !s.checkModel(w, req.Model) {
 		return
 	}
-	ids, err := s.cfg.Tokenize(req.Prompt, req.AddSpecialTokens == nil || *req.AddSpecialTokens)
+	var ids []uint32
+	var err error
+	switch {
+	case len(req.Messages) > 0 && string(req.Messages) != "null":
+		if s.cfg.TokenizeChat == nil {
+			writeError(w, http.StatusNotImplemented, "the mocker was started without a chat template", "")
+			return
+		}
+		ids, err = s.cfg.TokenizeChat(&backend.TokenizeRequest{
+			Model: req.Model, Messages: req.Messages, Tools: req.Tools,
+			AddGenerationPrompt:  req.AddGenerationPrompt == nil || *req.AddGenerationPrompt,
+			ContinueFinalMessage: req.ContinueFinalMessage, ChatTemplateKwargs: req.ChatTemplateKwargs,
+		})
+		if err != nil && !errors.Is(err, ErrBadChat) {
+			writeError(w, http.StatusInternalServerError, err.Error(), "")
+			return
+		}
+	case s.cfg.Tokenize == nil:
+		writeError(w, http.StatusNotImplemented, "the mocker was started without a tokenizer", "")
+		return
+	default:
+		ids, err = s.cfg.Tokenize(req.Prompt, req.AddSpecialTokens == nil || *req.AddSpecialTokens)
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error(), "prompt")
 		return

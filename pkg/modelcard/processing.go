@@ -1,0 +1,55 @@
+package modelcard
+
+import "fmt"
+
+// Who processes a model's requests and outputs (RuntimeConfig's
+// Preprocessing and Postprocessing).
+const (
+	// ProcessingFrontend: the frontend renders, tokenizes and
+	// detokenizes with the card's files (the default).
+	ProcessingFrontend = "frontend"
+	// ProcessingWorker: the worker detokenizes with the model's
+	// tokenizer (postprocessing only).
+	ProcessingWorker = "worker"
+	// ProcessingEngine: the engine's native chat template and tokenizer
+	// (preprocessing), or its own detokenizer (postprocessing).
+	ProcessingEngine = "engine"
+)
+
+// Processing is who processes a model's requests and outputs, as the
+// card says.
+type Processing struct {
+	// Preprocessing is ProcessingFrontend or ProcessingEngine.
+	Preprocessing string `json:"preprocessing"`
+	// Postprocessing is ProcessingFrontend, ProcessingWorker or
+	// ProcessingEngine.
+	Postprocessing string `json:"postprocessing"`
+}
+
+// Processing returns the card's processing modes, absent ones as
+// ProcessingFrontend.
+func (rc RuntimeConfig) Processing() Processing {
+	p := Processing{Preprocessing: rc.Preprocessing, Postprocessing: rc.Postprocessing}
+	if p.Preprocessing == "" {
+		p.Preprocessing = ProcessingFrontend
+	}
+	if p.Postprocessing == "" {
+		p.Postprocessing = ProcessingFrontend
+	}
+	return p
+}
+
+// Validate reports a mode this version does not know.
+func (p Processing) Validate() error {
+	switch p.Preprocessing {
+	case "", ProcessingFrontend, ProcessingEngine:
+	default:
+		return fmt.Errorf("modelcard: preprocessing %q: want %s or %s", p.Preprocessing, ProcessingFrontend, ProcessingEngine)
+	}
+	switch p.Postprocessing {
+	case "", ProcessingFrontend, ProcessingWorker, ProcessingEngine:
+	default:
+		return fmt.Errorf("modelcard: postprocessing %q: want %s, %s or %s", p.Postprocessing, ProcessingFrontend, ProcessingWorker, ProcessingEngine)
+	}
+	return nil
+}
