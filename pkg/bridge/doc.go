@@ -5,6 +5,12 @@
 // return_tokens). The frontend tokenizes and detokenizes; the bridge
 // sends token ids and streams token ids back.
 //
+// Native processing (docs/engines.md, "Processing modes"): the Engine is a
+// backend.ChatTokenizer, whose TokenizeChat renders and tokenizes a
+// conversation with the engine's own template and tokenizer (vLLM's
+// /tokenize with messages; refused for the others), and with
+// Config.EngineText every output carries the engine's own text (vLLM).
+//
 // Lifecycle: New checks the Config and starts nothing. Start waits until
 // the engine's /health answers (bounded by Config.StartTimeout), checks
 // the model it serves and reads its context length, and runs the KV-event

@@ -7,11 +7,15 @@
 // messages, tools and template arguments, tokenizes, and fills a
 // backend.Request with the sampling, stop and output options (PrepareChat,
 // PrepareCompletion). A prompt that does not fit the context is refused
-// with the numbers in the message.
+// with the numbers in the message. A model whose card says preprocessing
+// "engine" gets its chat prompts' tokens from the engine instead
+// (Options.EngineTokenizer).
 //
 // Output side: a Decoder per choice detokenizes incrementally, applies stop
 // strings (holding back any text that could still become one), hides stop
-// tokens and EOS, and reports the finish reason. Model.Chat and
+// tokens and EOS, and reports the finish reason. Outputs that carry text
+// (postprocessing "worker", whose worker uses a TextFiller, or "engine")
+// go through the stop strings as they are. Model.Chat and
 // Model.Complete run a request through the next stage (a backend.Generator:
 // the migration stage in the frontend, an engine in tests) and emit Events:
 // the annotations nvext asks for, then the OpenAI chunks (role first,

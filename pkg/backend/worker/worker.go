@@ -178,7 +178,9 @@ var ErrStartFailed = errors.New("worker: engine start failed")
 //  3. let a backend.MetricsSource register its metrics;
 //  4. serve the model files on the files endpoint (modelcard.FilesEndpoint)
 //     and publish the model card (v1/mdc/..., bound to the lease), which
-//     names them by checksum;
+//     names them by checksum; with preprocessing "engine"
+//     (Config.Processing), serve the engine's chat tokenization on
+//     backend.TokenizeEndpoint;
 //  5. serve the endpoint: each request is decoded, handed to Generate,
 //     and its outputs streamed back; a stopped or killed request is
 //     reported to a backend.Aborter once; with Config.Canary enabled, an

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
 )
 
@@ -594,5 +596,35 @@ func TestConfigValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate: %v; want %q", err, want)
 		}
+	}
+}
+
+// /tokenize with messages renders through Config.TokenizeChat (vLLM's
+// TokenizeChatRequest): add_generation_prompt defaults to true, a
+// conversation it refuses is a 400, and without it the answer is 501.
+func TestTokenizeChat(t *testing.T) {
+	var got *backend.TokenizeRequest
+	s := testServer(t, func(_ *mocker.Config, c *Config) {
+		c.TokenizeChat = func(req *backend.TokenizeRequest) ([]uint32, error) {
+			got = req
+			if strings.Contains(string(req.Messages), "bad") {
+				return nil, fmt.Errorf("%w: roles must alternate", ErrBadChat)
+			}
+			return []uint32{4, 5}, nil
+		}
+	})
+	resp, body := post(t, s, "/tokenize", map[string]any{"messages": []map[string]string{{"role": "user", "content": "hi"}},
+		"chat_template_kwargs": map[string]bool{"x": true}})
+	if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"tokens":[4,5]`)) || got == nil || !got.AddGenerationPrompt ||
+		string(got.ChatTemplateKwargs) != `{"x":true}` {
+		t.Errorf("tokenize messages: %d %s, request %+v", resp.StatusCode, body, got)
+	}
+	resp, body = post(t, s, "/tokenize", map[string]any{"messages": []map[string]string{{"role": "user", "content": "bad"}}, "add_generation_prompt": false})
+	if resp.StatusCode != 400 || !bytes.Contains(body, []byte("roles must alternate")) || got.AddGenerationPrompt {
+		t.Errorf("refused conversation: %d %s", resp.StatusCode, body)
+	}
+	plain := testServer(t, nil)
+	if resp, body := post(t, plain, "/tokenize", map[string]any{"messages": []map[string]string{{"role": "user", "content": "hi"}}}); resp.StatusCode != 501 {
+		t.Errorf("without a chat template: %d %s", resp.StatusCode, body)
 	}
 }
