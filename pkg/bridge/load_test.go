@@ -16,8 +16,6 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/bridge"
 	"github.com/dynamo-go/dynamo/pkg/bridge/bridgetest"
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
-	"github.com/dynamo-go/dynamo/pkg/mocker"
-	"github.com/dynamo-go/dynamo/pkg/mocker/vllmapi"
 )
 
 // loadRecorder is a backend.EventPublisher that keeps the loads.
@@ -212,40 +210,6 @@ func TestLoadIsOffByDefault(t *testing.T) {
 	}
 	if _, err := bridge.New(bridge.Config{Dialect: bridge.DialectVLLM, URL: srv.URL, LoadInterval: -time.Second}); err == nil {
 		t.Error("New accepted a negative load interval")
-	}
-}
-
-// The mocker's vLLM API server: the bridge reads its real /metrics
-// (engine label, cache_config_info num_gpu_blocks).
-func TestLoadFromTheMockerVLLMServer(t *testing.T) {
-	mc := mocker.DefaultConfig()
-	mc.BlockSize, mc.NumGPUBlocks, mc.ContextLength = 4, 64, 256
-	mc.Deterministic = true
-	eng, err := mocker.New(mc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := vllmapi.New(vllmapi.Config{Host: "127.0.0.1", Model: "mock-model", ContextLength: 256, BlockSize: 4, NumGPUBlocks: 64,
-		EOSTokenIDs: []uint32{2}, KVEvents: vllmapi.KVEventsConfig{Port: -1, ReplayPort: -1}}, eng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("vllmapi Run: %v", err)
-		}
-	})
-	_, rec := loadEngine(t, bridge.DialectVLLM, "http://"+s.HTTPAddr(), 1, nil)
-	testenv.WaitFor(t, 10*time.Second, "a load", func() bool { return rec.count() > 0 })
-	if diff := cmp.Diff(fpm(0, 0, 0, 0, 64, 0, 0), rec.latest()[0]); diff != "" {
-		t.Errorf("idle mocker's load (-want +got):\n%s", diff)
 	}
 }
 
