@@ -309,3 +309,96 @@ func TestProcessingModes(t *testing.T) {
 		}
 	})
 }
+
+// TestProcessingModesMigrate kills the worker serving a stream in the
+// worker and engine processing modes: the answer moves to the model's
+// other worker (the token ids still travel) and the client reads the same
+// text as an answer nobody interrupted (deterministic engines: a token is
+// a function of the seed and its position).
+func TestProcessingModesMigrate(t *testing.T) {
+	c := newCluster(t, "etcd", "nats")
+	slow := []string{"--deterministic", "--speedup-ratio", "10"}
+	engines := []*vllmEngine{startVLLMEngine(t, "vllm-1", slow...), startVLLMEngine(t, "vllm-2", slow...)}
+	modes := []struct {
+		model string
+		flags []string
+	}{
+		{"demo-worker", []string{"--postprocessing", "worker"}},
+		{"demo-native", []string{"--vllm-processing"}},
+	}
+	workers := map[string][]*worker{}
+	var names []string
+	for _, m := range modes {
+		for i, e := range engines {
+			args := append([]string{"--engine", "vllm", "--engine-url", e.url, "--model-path", demoModel, "--model-name", m.model,
+				"--endpoint", "dyn://dynamo." + m.model + ".generate", "--engine-start-timeout", "60s", "--migration-limit", "2"}, c.args...)
+			p := startProcess(t, fmt.Sprintf("%s-%d", m.model, i+1), workerBin, statusListening,
+				append(slices.Clone(c.env), "DYN_SYSTEM_PORT=0", kvLeaseTTL), append(args, m.flags...)...)
+			workers[m.model] = append(workers[m.model], &worker{process: p})
+		}
+		names = append(names, m.model)
+	}
+	f := c.startFrontend()
+	f.waitModels(t, names...)
+	const tokens = 1200
+	body := func(model string) string {
+		return fmt.Sprintf(`{"model":%q,"seed":3,"stream":true,"max_tokens":%d,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Tell me everything, é 🙂"}]}`, model, tokens)
+	}
+	for _, m := range modes {
+		t.Run(m.model, func(t *testing.T) {
+			var req object
+			if err := json.Unmarshal([]byte(body(m.model)), &req); err != nil {
+				t.Fatal(err)
+			}
+			want := f.stream(t, chatPath, req)
+			served := func() map[*worker]float64 {
+				out := map[*worker]float64{}
+				for _, w := range workers[m.model] {
+					v, _ := w.scrape(t).value("dynamo_component_requests_total", generateEndpoint)
+					out[w] = v
+				}
+				return out
+			}
+			before := served()
+			hreq, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.url+chatPath, strings.NewReader(body(m.model)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			hreq.Header.Set("Content-Type", "application/json")
+			resp, err := f.http.Do(hreq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			var events []string
+			for len(events) < 5 && sc.Scan() {
+				if strings.HasPrefix(sc.Text(), "data: ") {
+					events = append(events, sc.Text())
+				}
+			}
+			var victim *worker
+			for w, n := range served() {
+				if n > before[w] {
+					victim = w
+				}
+			}
+			if victim == nil {
+				t.Fatal("no worker's request count moved")
+			}
+			victim.kill()
+			for sc.Scan() {
+				if strings.HasPrefix(sc.Text(), "data: ") || strings.HasPrefix(sc.Text(), "event: ") {
+					events = append(events, sc.Text())
+				}
+			}
+			got := reassemble(t, chatPath, []byte(strings.Join(events, "\n\n")+"\n\n"))
+			if got.finishReason != "length" || got.usage == nil || got.usage.CompletionTokens != tokens || got.text != want.text {
+				t.Errorf("after the kill: finish %q, usage %+v, text equal to the uninterrupted answer: %v", got.finishReason, got.usage, got.text == want.text)
+			}
+			if v, _ := f.scrape(t).value("dynamo_frontend_model_migration_total", fmt.Sprintf("model=%q", m.model), `migration_type="ongoing_request"`); v != 1 {
+				t.Errorf("model_migration_total{ongoing_request} = %v, want 1: the stream should have moved", v)
+			}
+		})
+	}
+}
