@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dynamo-go/dynamo/pkg/admission"
 	"github.com/dynamo-go/dynamo/pkg/frontend"
 	"github.com/dynamo-go/dynamo/pkg/openai"
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
@@ -92,6 +93,19 @@ func (f *flags) modelsConfig() (pipeline.Config, error) {
 	}
 	if r := *f.condEffISLRatio; !(r > 0 && r <= 1) {
 		errs = append(errs, fmt.Errorf("--router-conditional-disagg-eff-isl-ratio-threshold %v: want a fraction in (0, 1]", r))
+	}
+	c.Queue = &pipeline.QueueConfig{Max: *f.queueMax, Timeout: time.Duration(*f.queueTimeout * float64(time.Second)), Policy: *f.queuePolicy, WorkerLimit: *f.queueWorkerLimit}
+	if c.Queue.Max < 0 {
+		errs = append(errs, fmt.Errorf("--router-queue-max %d: must not be negative", c.Queue.Max))
+	}
+	if !(*f.queueTimeout > 0) || c.Queue.Timeout < time.Millisecond {
+		errs = append(errs, fmt.Errorf("--router-queue-timeout %v: want a positive number of seconds (at least 0.001)", *f.queueTimeout))
+	}
+	if c.Queue.Policy != admission.PolicyFCFS {
+		errs = append(errs, fmt.Errorf("--router-queue-policy %q: want fcfs", c.Queue.Policy))
+	}
+	if c.Queue.WorkerLimit < 0 {
+		errs = append(errs, fmt.Errorf("--router-queue-worker-limit %d: must not be negative", c.Queue.WorkerLimit))
 	}
 	var err error
 	if c.KV, err = f.kvConfig(); err != nil {

@@ -28,6 +28,9 @@ type flags struct {
 	enforceDisagg, condDisagg                     *bool
 	condEffISL                                    *int
 	condEffISLRatio                               *float64
+	queueMax, queueWorkerLimit                    *int
+	queueTimeout                                  *float64
+	queuePolicy                                   *string
 
 	apiKeys                                 secretList
 	apiKeyFile, authExempt, corsAllowedOrig *string
@@ -65,6 +68,11 @@ func register(s *envflag.Set) *flags {
 		condDisagg:      s.Bool("router-conditional-disagg", false, "disaggregated models: prefill short or mostly cached prompts on the decode worker (both thresholds below must hold)", "DYN_ROUTER_CONDITIONAL_DISAGG"),
 		condEffISL:      s.Int("router-conditional-disagg-eff-isl-threshold", 2048, "conditional disaggregation: prefill locally only below this many uncached prompt tokens (the decode worker's cached prefix, known with router mode kv, taken off)", "DYN_ROUTER_CONDITIONAL_DISAGG_EFF_ISL_THRESHOLD"),
 		condEffISLRatio: s.Float64("router-conditional-disagg-eff-isl-ratio-threshold", 0.7, "conditional disaggregation: ... and only below this fraction of uncached prompt tokens", "DYN_ROUTER_CONDITIONAL_DISAGG_EFF_ISL_RATIO_THRESHOLD"),
+
+		queueMax:         s.Int("router-queue-max", 1024, "requests that may wait per model while every worker is saturated; one more is refused at once (503 with Retry-After); 0 refuses instead of queueing", "DYN_ROUTER_QUEUE_MAX"),
+		queueTimeout:     s.Float64("router-queue-timeout", 30, "seconds a request may wait in the queue before a 503 with Retry-After", "DYN_ROUTER_QUEUE_TIMEOUT"),
+		queuePolicy:      s.String("router-queue-policy", "fcfs", "queue order: fcfs (earliest first; nvext.agent_hints.latency_sensitivity moves a request that many seconds ahead)", "DYN_ROUTER_QUEUE_POLICY"),
+		queueWorkerLimit: s.Int("router-queue-worker-limit", 0, "requests a worker may have in flight from this frontend when its card has no max_num_seqs; 0 is unlimited", "DYN_ROUTER_QUEUE_WORKER_LIMIT"),
 
 		apiKeyFile:      s.String("api-key-file", "", "file of API keys, one a line (blank lines and # comments skipped), for keys mounted as secrets; adds to --api-key", "DYN_API_KEY_FILE"),
 		authExempt:      s.String("api-key-exempt-paths", strings.Join(frontend.DefaultAuthExemptPaths, ","), "with API keys: paths served without a key, comma separated (a trailing * makes a prefix; none for no path)", "DYN_API_KEY_EXEMPT_PATHS"),

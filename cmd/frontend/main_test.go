@@ -246,3 +246,22 @@ func parse(env map[string]string, args ...string) (settings, error) {
 	}
 	return f.settings(lookup)
 }
+
+func TestQueueFlags(t *testing.T) {
+	s, err := parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := s.models.Queue; q == nil || q.Max != 1024 || q.Timeout != 30*time.Second || q.Policy != "fcfs" || q.WorkerLimit != 0 {
+		t.Errorf("defaults: %+v", q)
+	}
+	s, err = parse(map[string]string{"DYN_ROUTER_QUEUE_TIMEOUT": "2.5"}, "--router-queue-max", "0", "--router-queue-worker-limit", "4")
+	if q := s.models.Queue; err != nil || q.Max != 0 || q.Timeout != 2500*time.Millisecond || q.WorkerLimit != 4 {
+		t.Errorf("%v: %+v", err, q)
+	}
+	for _, args := range [][]string{{"--router-queue-max", "-1"}, {"--router-queue-timeout", "0"}, {"--router-queue-policy", "lcfs"}, {"--router-queue-worker-limit", "-2"}} {
+		if _, err := parse(nil, args...); err == nil {
+			t.Errorf("%v: accepted", args)
+		}
+	}
+}

@@ -112,6 +112,10 @@ type Routing struct {
 	CacheSalt            *string `json:"cache_salt,omitempty"`
 	Priority             *int    `json:"priority,omitempty"`
 	StrictPriority       *bool   `json:"strict_priority,omitempty"`
+	// PriorityJump moves the request ahead in the frontend's admission
+	// queue by this many seconds (nvext.agent_hints.latency_sensitivity).
+	// The frontend's alone: not part of the wire format.
+	PriorityJump *float64 `json:"-"`
 }
 
 // MaxTokens returns StopConditions.MaxTokens, or def when absent.

@@ -43,25 +43,25 @@ func (s *Service) handleSetBusyThreshold(w http.ResponseWriter, r *http.Request)
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: busy threshold: " + err.Error(), ""})
+		s.reject(w, r, "", apiError{status: http.StatusBadRequest, kind: ErrValidation, message: "Validation: busy threshold: " + err.Error(), param: ""})
 		return
 	}
 	if req.Model == "" {
-		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: busy threshold: model is required", "model"})
+		s.reject(w, r, "", apiError{status: http.StatusBadRequest, kind: ErrValidation, message: "Validation: busy threshold: model is required", param: "model"})
 		return
 	}
 	m := s.models.Lookup(req.Model)
 	if m == nil {
-		s.reject(w, r, "", apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Model not found: %s", req.Model), ""})
+		s.reject(w, r, "", apiError{status: http.StatusNotFound, kind: ErrNotFound, message: fmt.Sprintf("Model not found: %s", req.Model), param: ""})
 		return
 	}
 	now, err := m.UpdateBusyThresholds(req.BusyThresholds)
 	if errors.Is(err, pipeline.ErrNotKVRouted) {
-		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: busy thresholds apply to --router-mode kv", ""})
+		s.reject(w, r, "", apiError{status: http.StatusBadRequest, kind: ErrValidation, message: "Validation: busy thresholds apply to --router-mode kv", param: ""})
 		return
 	}
 	if err != nil {
-		s.reject(w, r, "", apiError{http.StatusBadRequest, ErrValidation, "Validation: " + err.Error(), ""})
+		s.reject(w, r, "", apiError{status: http.StatusBadRequest, kind: ErrValidation, message: "Validation: " + err.Error(), param: ""})
 		return
 	}
 	shown, _ := json.Marshal(now)

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
+	"github.com/dynamo-go/dynamo/pkg/admission"
 	"github.com/dynamo-go/dynamo/pkg/openai"
 	"github.com/dynamo-go/dynamo/pkg/router"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
@@ -29,6 +32,8 @@ type apiError struct {
 	kind    string // metrics error_type
 	message string
 	param   string // the request field at fault, or ""
+	// retryAfter is the Retry-After of a 503 or 429 (0: one second).
+	retryAfter time.Duration
 }
 
 // classify maps any error of a request to its HTTP status, error_type
@@ -37,39 +42,44 @@ func (s *Service) classify(err error) apiError {
 	var ve *openai.ValidationError
 	var mbe *http.MaxBytesError
 	var re *runtime.Error
+	var refused *admission.RefusedError
 	switch {
 	case errors.As(err, &ve):
-		return apiError{http.StatusBadRequest, ErrValidation, ve.Message, ve.Param}
+		return apiError{status: http.StatusBadRequest, kind: ErrValidation, message: ve.Message, param: ve.Param}
 	case errors.As(err, &mbe):
-		return apiError{http.StatusRequestEntityTooLarge, ErrValidation, fmt.Sprintf("Request body too large: the limit is %d bytes", mbe.Limit), ""}
+		return apiError{status: http.StatusRequestEntityTooLarge, kind: ErrValidation, message: fmt.Sprintf("Request body too large: the limit is %d bytes", mbe.Limit), param: ""}
 	case errors.Is(err, ErrModelNotFound):
-		return apiError{http.StatusNotFound, ErrNotFound, err.Error(), ""}
+		return apiError{status: http.StatusNotFound, kind: ErrNotFound, message: err.Error(), param: ""}
 	case errors.Is(err, ErrNotReady):
-		return apiError{http.StatusServiceUnavailable, ErrUnavailable, ErrNotReady.Error(), ""}
+		return apiError{status: http.StatusServiceUnavailable, kind: ErrUnavailable, message: ErrNotReady.Error(), param: ""}
 	case errors.Is(err, errClientGone):
-		return apiError{499, ErrCancelled, "Client closed the request", ""}
+		return apiError{status: 499, kind: ErrCancelled, message: "Client closed the request", param: ""}
 	case errors.Is(err, errStreamTimeout):
-		return apiError{http.StatusGatewayTimeout, ErrResponseTimeout, errStreamTimeout.Error(), ""}
+		return apiError{status: http.StatusGatewayTimeout, kind: ErrResponseTimeout, message: errStreamTimeout.Error(), param: ""}
 	case errors.Is(err, router.ErrNoInstances), errors.Is(err, router.ErrTargetUnavailable):
-		return apiError{http.StatusServiceUnavailable, ErrUnavailable, "No worker is available for this model: " + err.Error(), ""}
+		return apiError{status: http.StatusServiceUnavailable, kind: ErrUnavailable, message: "No worker is available for this model: " + err.Error(), param: ""}
+	case errors.As(err, &refused):
+		// Overload, not a fault: the queue in front of the model's
+		// workers was full, or the request waited it out.
+		return apiError{status: s.cfg.OverloadStatus, kind: ErrOverload, message: capitalize(refused.Error()), retryAfter: refused.RetryAfter}
 	case errors.As(err, &re):
 		switch re.Type {
 		case runtime.TypeInvalidArgument:
-			return apiError{http.StatusBadRequest, ErrValidation, re.Message, ""}
+			return apiError{status: http.StatusBadRequest, kind: ErrValidation, message: re.Message, param: ""}
 		case runtime.TypeResourceExhausted, runtime.TypeWorkerOverloaded:
-			return apiError{s.cfg.OverloadStatus, ErrOverload, "The model's workers are overloaded: " + re.Message, ""}
+			return apiError{status: s.cfg.OverloadStatus, kind: ErrOverload, message: "The model's workers are overloaded: " + re.Message, param: ""}
 		case runtime.TypeCannotConnect, runtime.TypeEngineShutdown:
-			return apiError{http.StatusServiceUnavailable, ErrUnavailable, "No worker is available for this model: " + re.Error(), ""}
+			return apiError{status: http.StatusServiceUnavailable, kind: ErrUnavailable, message: "No worker is available for this model: " + re.Error(), param: ""}
 		case runtime.TypeResponseTimeout, runtime.TypeConnectionTimeout:
-			return apiError{http.StatusGatewayTimeout, ErrResponseTimeout, re.Error(), ""}
+			return apiError{status: http.StatusGatewayTimeout, kind: ErrResponseTimeout, message: re.Error(), param: ""}
 		case runtime.TypeCancelled:
-			return apiError{499, ErrCancelled, "Request cancelled", ""}
+			return apiError{status: 499, kind: ErrCancelled, message: "Request cancelled", param: ""}
 		}
-		return apiError{http.StatusInternalServerError, ErrInternal, re.Error(), ""}
+		return apiError{status: http.StatusInternalServerError, kind: ErrInternal, message: re.Error(), param: ""}
 	case errors.Is(err, context.Canceled):
-		return apiError{499, ErrCancelled, "Request cancelled", ""}
+		return apiError{status: 499, kind: ErrCancelled, message: "Request cancelled", param: ""}
 	}
-	return apiError{http.StatusInternalServerError, ErrInternal, "Internal server error: " + err.Error(), ""}
+	return apiError{status: http.StatusInternalServerError, kind: ErrInternal, message: "Internal server error: " + err.Error(), param: ""}
 }
 
 // body is e's error body, the same in a JSON response and in an SSE
@@ -81,19 +91,24 @@ func (e apiError) body() openai.ErrorBody {
 // writeError writes e as a JSON error response.
 func writeError(w http.ResponseWriter, e apiError) {
 	if e.status == http.StatusServiceUnavailable || e.status == http.StatusTooManyRequests {
-		// A refusal the client may retry: say when (one second, until
-		// the frontend queues requests and knows better).
-		w.Header().Set("Retry-After", retryAfter)
+		// A refusal the client may retry: say when, in whole seconds,
+		// at least one.
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((e.retryAfter+time.Second-1)/time.Second))))
 	}
 	writeJSON(w, e.status, e.body())
 }
-
-// retryAfter is the Retry-After of 503 and 429 answers, in seconds.
-const retryAfter = "1"
 
 // writeJSON writes v with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = openai.WriteJSON(w, v)
+}
+
+// capitalize upper-cases the first letter of an ASCII message.
+func capitalize(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
 }

@@ -36,10 +36,10 @@ func (s *Service) routes(metrics http.Handler) http.Handler {
 	r.Post("/busy_threshold", s.handleSetBusyThreshold)
 	r.Method(http.MethodGet, "/metrics", metrics)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Route not found: %s %s", r.Method, r.URL.Path), ""})
+		writeError(w, apiError{status: http.StatusNotFound, kind: ErrNotFound, message: fmt.Sprintf("Route not found: %s %s", r.Method, r.URL.Path), param: ""})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, apiError{http.StatusMethodNotAllowed, ErrValidation, fmt.Sprintf("Method not allowed: %s %s", r.Method, r.URL.Path), ""})
+		writeError(w, apiError{status: http.StatusMethodNotAllowed, kind: ErrValidation, message: fmt.Sprintf("Method not allowed: %s %s", r.Method, r.URL.Path), param: ""})
 	})
 	return r
 }
@@ -61,7 +61,7 @@ func (s *Service) handleModel(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "*")
 	m := s.models.Lookup(name)
 	if m == nil || !m.Ready() {
-		writeError(w, apiError{http.StatusNotFound, ErrNotFound, fmt.Sprintf("Model not found: %s", name), ""})
+		writeError(w, apiError{status: http.StatusNotFound, kind: ErrNotFound, message: fmt.Sprintf("Model not found: %s", name), param: ""})
 		return
 	}
 	writeJSON(w, http.StatusOK, modelObject(m, s.clock().Unix()))

@@ -80,7 +80,7 @@ func finishes(data any) bool {
 // mode, whose choice depends on the prompt).
 func (x *exchange) query(c *call, m *pipeline.Model) {
 	if _, _, ok := m.KVRouting(); !ok {
-		x.fail(apiError{http.StatusBadRequest, ErrValidation, "Validation: the query_instance_id annotation needs --router-mode kv", ""}, false)
+		x.fail(apiError{status: http.StatusBadRequest, kind: ErrValidation, message: "Validation: the query_instance_id annotation needs --router-mode kv", param: ""}, false)
 		return
 	}
 	prep, err := c.prepare(m)

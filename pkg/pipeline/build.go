@@ -18,7 +18,7 @@ import (
 // build loads the card's tokenizer and templates and wires the model's
 // chain, each stage wrapping the next:
 //
-//	migration -> prefill stage -> [KV router] -> push router -> the workers of ep
+//	[admission] -> migration -> prefill stage -> [KV router] -> push router -> the workers of ep
 //
 // (the prefill stage passes requests on until the model's prefill
 // workers are attached: Registry.attachPrefill)
@@ -49,7 +49,7 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 	}
 	workers.Client = client
 	m := &Model{name: card.DisplayName, card: card, pre: pre, workers: workers, keys: map[string]bool{}}
-	push := router.New(m.workers, r.policy(), r.log, r.tp)
+	push := router.New(m.workers, spread(r.policy(), m), r.log, r.tp)
 	var next backend.Generator = push
 	var decode interface {
 		Decide(*backend.Request) (*backend.Placement, error)
@@ -72,6 +72,7 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 		Model: card.DisplayName, Limit: r.migrationLimit(card), MaxSeqLen: r.cfg.MigrationMaxSeqLen,
 		Metrics: r.migMet, Logger: r.log, TracerProvider: r.tp,
 	})
+	m.head = r.admit(card, m, m.head) // admission in front of migration: a migration rides on the admitted slot
 	r.start(ctx, m)
 	return m, nil
 }

@@ -50,6 +50,9 @@ type Config struct {
 	// ConditionalDisagg keeps short or mostly cached prompts on the decode
 	// worker (--router-conditional-disagg and its thresholds).
 	ConditionalDisagg prefill.Conditional
+	// Queue, when set, puts an admission queue in front of every model's
+	// routing (package admission); nil sends every request straight on.
+	Queue *QueueConfig
 	// FileCacheIdleBytes bounds the model files kept after their last model
 	// left (default 256 MiB); files of served models are always kept.
 	FileCacheIdleBytes int64

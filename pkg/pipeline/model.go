@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/dynamo-go/dynamo/pkg/admission"
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/prefill"
@@ -23,7 +24,7 @@ type BusyThresholds = kv.BusyThresholds
 // Model is one served model: its card, its preprocessor, and the chain of
 // stages that serves its requests,
 //
-//	migration -> prefill stage -> [KV router] -> push router -> the card's endpoint
+//	[admission] -> migration -> prefill stage -> [KV router] -> push router -> the card's endpoint
 //
 // built when the model's first worker appears (the prefill stage prefills
 // on the model's prefill workers, while it has some). A Model is a
@@ -33,10 +34,11 @@ type Model struct {
 	name    string
 	card    *modelcard.Card
 	pre     *preprocessor.Model
-	head    backend.Generator // the migration stage
+	head    backend.Generator // the admission stage, or the migration stage without one
 	workers *modelInstances
-	kv      *kv.Model      // nil unless RouterKV
-	prefill *prefill.Stage // active while the model has prefill workers
+	kv      *kv.Model        // nil unless RouterKV
+	prefill *prefill.Stage   // active while the model has prefill workers
+	admit   *admission.Stage // nil without Config.Queue
 
 	keys  map[string]bool // the card keys that keep it alive; guarded by Registry.mu
 	files []string        // checksums of the card's files, held in the cache

@@ -14,6 +14,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/dynamo-go/dynamo/pkg/admission"
 	"github.com/dynamo-go/dynamo/pkg/migration"
 	"github.com/dynamo-go/dynamo/pkg/prefill"
 	"github.com/dynamo-go/dynamo/pkg/router/kv"
@@ -39,6 +40,7 @@ type Registry struct {
 	migMet  *migration.Metrics
 	kvMet   *kv.Metrics // nil unless RouterKV
 	preMet  *prefill.Metrics
+	admMet  *admission.Metrics
 
 	files   *fileFetcher
 	loaded  chan *pendingModel // loaders hand loaded models to Run
@@ -107,6 +109,9 @@ func New(cfg Config, deps Deps) (*Registry, error) {
 		return nil, fmt.Errorf("pipeline: metrics: %w", err)
 	}
 	if r.preMet, err = prefill.NewMetrics(reg, cfg.MetricsPrefix); err != nil {
+		return nil, fmt.Errorf("pipeline: metrics: %w", err)
+	}
+	if r.admMet, err = admission.NewMetrics(reg, cfg.MetricsPrefix); err != nil {
 		return nil, fmt.Errorf("pipeline: metrics: %w", err)
 	}
 	if cfg.RouterMode == RouterKV {

@@ -279,6 +279,7 @@ func (r *Registry) removeCard(key string) {
 		m.close()
 		r.files.cache.release(m.files)
 		r.metrics.RemoveModel(m.name)
+		r.admMet.Remove(m.name)
 		r.log.Info("pipeline: model removed: its last worker left", "model", m.name)
 	} else {
 		r.log.Info("pipeline: worker left model", "model", m.name, "workers", workers)

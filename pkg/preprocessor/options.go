@@ -89,5 +89,6 @@ func (m *Model) buildRequest(ids []uint32, o options, ext *openai.CommonExt) *ba
 			r.Routing.CacheSalt = ext.CacheSalt
 		}
 	}
+	withPriorityJump(r, ext.NvExt)
 	return r
 }

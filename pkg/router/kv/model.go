@@ -216,6 +216,10 @@ func (m *Model) Decide(req *backend.Request) (*backend.Placement, error) {
 	return m.router.Decide(req)
 }
 
+// Busy reports whether the worker is busy by the thresholds in force:
+// the admission stage queues requests while every worker is.
+func (m *Model) Busy(workerID uint64) bool { return m.monitor.Busy(workerID) }
+
 // Thresholds returns the busy thresholds in force.
 func (m *Model) Thresholds() BusyThresholds { return m.monitor.Thresholds() }
 

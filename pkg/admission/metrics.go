@@ -1,0 +1,76 @@
+package admission
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the admission queue's metrics, shared by every model's
+// stage. A nil *Metrics records nothing.
+type Metrics struct {
+	pending   *prometheus.GaugeVec
+	saturated *prometheus.GaugeVec
+	wait      *prometheus.HistogramVec
+	refused   *prometheus.CounterVec
+}
+
+// NewMetrics registers the admission metrics on reg, named
+// <prefix>_router_queue_pending_requests and so on.
+func NewMetrics(reg prometheus.Registerer, prefix string) (*Metrics, error) {
+	m := &Metrics{
+		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: prefix + "_router_queue_pending_requests",
+			Help: "Requests waiting in the model's admission queue for a worker with room.",
+		}, []string{"model"}),
+		saturated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: prefix + "_router_saturated_workers",
+			Help: "The model's available workers that are saturated: as many requests in flight from this frontend as their capacity (max_num_seqs), or busy by the KV router's thresholds.",
+		}, []string{"model"}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    prefix + "_router_queue_wait_seconds",
+			Help:    "Time the requests admitted from the queue waited in it.",
+			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60},
+		}, []string{"model"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: prefix + "_router_queue_rejected_total",
+			Help: "Requests refused because the model's workers were saturated, by reason: queue_full (the queue was full on arrival) or queue_timeout (waited --router-queue-timeout).",
+		}, []string{"model", "reason"}),
+	}
+	for _, c := range []prometheus.Collector{m.pending, m.saturated, m.wait, m.refused} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("admission: register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) state(model string, pending, saturated int) {
+	if m != nil {
+		m.pending.WithLabelValues(model).Set(float64(pending))
+		m.saturated.WithLabelValues(model).Set(float64(saturated))
+	}
+}
+
+func (m *Metrics) waited(model string, d time.Duration) {
+	if m != nil {
+		m.wait.WithLabelValues(model).Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) refusal(model, reason string) {
+	if m != nil {
+		m.refused.WithLabelValues(model, reason).Inc()
+	}
+}
+
+// Remove drops the series of a model that is no longer served.
+func (m *Metrics) Remove(model string) {
+	if m != nil {
+		m.pending.DeleteLabelValues(model)
+		m.saturated.DeleteLabelValues(model)
+		m.wait.DeleteLabelValues(model)
+		m.refused.DeletePartialMatch(prometheus.Labels{"model": model})
+	}
+}
