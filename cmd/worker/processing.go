@@ -37,7 +37,7 @@ func registerProcessing(s *envflag.Set) *processingFlags {
 		sglang: s.Bool("sglang-processing", false, "--native-framework-processing for --engine sglang (refused: SGLang's tokenize endpoint takes no messages)", env("sglang-processing")),
 		preprocessing: s.String("preprocessing", "", "who renders the chat template and tokenizes: frontend (default: the frontend, with the model's files) or engine "+
 			"(the frontend asks this worker, which asks the engine's /tokenize; vllm only)", env("preprocessing")),
-		postprocessing: s.String("postprocessing", "", "who detokenizes the output: frontend (default), worker (this worker, with the model's tokenizer) or engine (the engine's own text; vllm only)", env("postprocessing")),
+		postprocessing: s.String("postprocessing", "", "who detokenizes the output: frontend (default), worker (this worker, with the model's tokenizer) or engine (the engine's own text: vllm's and sglang's text, llama.cpp's content)", env("postprocessing")),
 	}
 }
 
@@ -73,13 +73,8 @@ func (f *processingFlags) processing(dialect string) (modelcard.Processing, erro
 	if err := p.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("--preprocessing/--postprocessing: %w", err))
 	}
-	if dialect != bridge.DialectVLLM && dialect != "" {
-		if p.Preprocessing == modelcard.ProcessingEngine {
-			errs = append(errs, fmt.Errorf("engine preprocessing needs an engine that tokenizes chat messages: vllm's /tokenize does; %s's takes text only (use --preprocessing frontend)", dialect))
-		}
-		if p.Postprocessing == modelcard.ProcessingEngine {
-			errs = append(errs, fmt.Errorf("engine postprocessing is implemented for vllm only, not %s (use --postprocessing worker)", dialect))
-		}
+	if dialect != bridge.DialectVLLM && dialect != "" && p.Preprocessing == modelcard.ProcessingEngine {
+		errs = append(errs, fmt.Errorf("engine preprocessing needs an engine that tokenizes chat messages: vllm's /tokenize does; %s's takes text only (use --preprocessing frontend)", dialect))
 	}
 	return p, errors.Join(errs...)
 }

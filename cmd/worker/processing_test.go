@@ -27,7 +27,8 @@ func TestProcessingFlags(t *testing.T) {
 		{engine: "llamacpp", args: []string{"--vllm-processing"}, err: "--vllm-processing needs --engine vllm"},
 		{engine: "vllm", args: []string{"--sglang-processing"}, err: "--sglang-processing needs --engine sglang"},
 		{engine: "sglang", args: []string{"--sglang-processing"}, err: "takes text only"},
-		{engine: "sglang", args: []string{"--postprocessing", "engine"}, err: "vllm only"},
+		{engine: "sglang", args: []string{"--postprocessing", "engine"}, want: modelcard.Processing{Postprocessing: "engine"}},
+		{engine: "llamacpp", args: []string{"--postprocessing", "engine"}, want: modelcard.Processing{Postprocessing: "engine"}},
 		{engine: "vllm", args: []string{"--native-framework-processing", "--postprocessing", "worker"}, err: "--postprocessing worker contradicts"},
 		{engine: "vllm", args: []string{"--preprocessing", "worker"}, err: `preprocessing "worker"`},
 	} {

@@ -51,7 +51,8 @@ type Config struct {
 	Model string
 	// EngineText asks the engine for its own detokenized text: every
 	// output carries it in Output.Text, beside the token ids (the card's
-	// postprocessing "engine"). vLLM only; New refuses it for the others.
+	// postprocessing "engine"): vLLM's and SGLang's text, llama.cpp's
+	// content.
 	EngineText bool
 	// ContextLength is the maximum prompt+output length; 0 reads it from
 	// the engine (vLLM /v1/models max_model_len; SGLang /v1/models or
@@ -116,9 +117,6 @@ var (
 func New(cfg Config) (*Engine, error) {
 	d, err := dialectOf(cfg.Dialect)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkProcessing(cfg); err != nil {
 		return nil, err
 	}
 	u, err := url.Parse(cfg.URL)

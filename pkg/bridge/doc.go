@@ -9,7 +9,7 @@
 // backend.ChatTokenizer, whose TokenizeChat renders and tokenizes a
 // conversation with the engine's own template and tokenizer (vLLM's
 // /tokenize with messages; refused for the others), and with
-// Config.EngineText every output carries the engine's own text (vLLM).
+// Config.EngineText every output carries the engine's own text.
 //
 // Lifecycle: New checks the Config and starts nothing. Start waits until
 // the engine's /health answers (bounded by Config.StartTimeout), checks

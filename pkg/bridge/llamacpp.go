@@ -164,6 +164,7 @@ func (llamacpp) request(req *backend.Request, info engineInfo) (string, any, err
 
 // llamaChunk is one streamed /completion chunk.
 type llamaChunk struct {
+	Content       string   `json:"content"`
 	Tokens        []uint32 `json:"tokens"`
 	Stop          bool     `json:"stop"`
 	StopType      string   `json:"stop_type"`
@@ -186,12 +187,13 @@ type llamaChunk struct {
 
 type llamaDecoder struct {
 	req     *backend.Request
+	text    bool // outputs carry the engine's text (content, incremental)
 	emitted int
 	done    bool
 }
 
-func (llamacpp) decoder(req *backend.Request, _ engineInfo) streamDecoder {
-	return &llamaDecoder{req: req}
+func (llamacpp) decoder(req *backend.Request, info engineInfo) streamDecoder {
+	return &llamaDecoder{req: req, text: info.text}
 }
 
 func (d *llamaDecoder) event(field string, data []byte) ([]*backend.Output, bool, error) {
@@ -213,6 +215,9 @@ func (d *llamaDecoder) event(field string, data []byte) ([]*backend.Output, bool
 		return nil, false, nil
 	}
 	o := &backend.Output{TokenIDs: append([]uint32{}, c.Tokens...)}
+	if d.text {
+		o.Text = backend.Ptr(c.Content)
+	}
 	if k := d.req.OutputOptions.Logprobs; k != nil && len(c.Probabilities) > 0 {
 		var all [][]topLogprob
 		for i := range o.TokenIDs {
@@ -236,7 +241,7 @@ func (d *llamaDecoder) event(field string, data []byte) ([]*backend.Output, bool
 	}
 	d.emitted += len(c.Tokens)
 	if !c.Stop {
-		if len(o.TokenIDs) == 0 {
+		if len(o.TokenIDs) == 0 && c.Content == "" {
 			return nil, false, nil
 		}
 		return []*backend.Output{o}, false, nil

@@ -11,15 +11,6 @@ import (
 
 var _ backend.ChatTokenizer = (*Engine)(nil)
 
-// checkProcessing refuses native processing a dialect cannot do.
-func checkProcessing(cfg Config) error {
-	if cfg.EngineText && cfg.Dialect != DialectVLLM {
-		return fmt.Errorf("%w: engine postprocessing (the engine's own text) is implemented for vllm only, not %s: use worker postprocessing",
-			ErrInvalidConfig, cfg.Dialect)
-	}
-	return nil
-}
-
 // vllmTokenizeChat is the body of vLLM's POST /tokenize for a
 // conversation (TokenizeChatRequest).
 type vllmTokenizeChat struct {

@@ -98,18 +98,39 @@ func TestTokenizeChatAsksTheEngine(t *testing.T) {
 }
 
 // SGLang's and llama.cpp's tokenize endpoints take text, not messages:
-// native preprocessing is refused with the reason, and so is the engine's
-// text for them.
+// native preprocessing is refused with the reason.
 func TestNativeProcessingRefusedWhereTheEngineCannot(t *testing.T) {
 	e, _ := started(t, bridge.DialectSGLang, bridgetest.Options{})
 	_, err := e.TokenizeChat(t.Context(), &backend.TokenizeRequest{Messages: json.RawMessage(`[]`)})
 	if !errors.Is(err, backend.ErrInvalidArgument) || !strings.Contains(err.Error(), "not messages") {
 		t.Errorf("sglang TokenizeChat: %v", err)
 	}
+}
+
+// Engine postprocessing on SGLang (cumulative text, cut to the new part)
+// and llama.cpp (incremental content): the outputs' text adds up to the
+// engine's answer, one "x" per token in the fake engines.
+func TestEngineTextOnSGLangAndLlamaCpp(t *testing.T) {
 	for _, d := range []string{bridge.DialectSGLang, bridge.DialectLlamaCpp} {
-		if _, err := bridge.New(bridge.Config{Dialect: d, URL: "http://127.0.0.1:1", EngineText: true}); !errors.Is(err, bridge.ErrInvalidConfig) {
-			t.Errorf("%s with EngineText: %v, want ErrInvalidConfig", d, err)
-		}
+		t.Run(d, func(t *testing.T) {
+			srv := bridgetest.New(d, bridgetest.Options{})
+			t.Cleanup(srv.Close)
+			e := startedAt(t, bridge.Config{Dialect: d, URL: srv.URL, EngineText: true})
+			req := &backend.Request{TokenIDs: []uint32{1, 2, 3}, StopConditions: backend.StopConditions{MaxTokens: backend.Ptr(uint32(5))}}
+			outs, err := collect(t, e, t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var text strings.Builder
+			for _, o := range outs {
+				if o.Text != nil {
+					text.WriteString(*o.Text)
+				}
+			}
+			if n := len(ids(outs)); text.String() != strings.Repeat("x", n) || n != 5 {
+				t.Errorf("text %q for %d ids, want one x per id and 5 ids", text.String(), n)
+			}
+		})
 	}
 }
 

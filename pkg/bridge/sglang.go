@@ -48,6 +48,7 @@ type sglangSampling struct {
 	EBNF              string   `json:"ebnf,omitempty"`
 	StructuralTag     string   `json:"structural_tag,omitempty"`
 	NoStopTrim        bool     `json:"no_stop_trim,omitempty"`
+	SkipSpecialTokens *bool    `json:"skip_special_tokens,omitempty"`
 }
 
 func (sglang) health(ctx context.Context, e *Engine) error { return e.getOK(ctx, "/health") }
@@ -159,11 +160,20 @@ func (sglang) request(req *backend.Request, info engineInfo) (string, any, error
 			return "", nil, refuse(DialectSGLang, "guided choice (use a regex)")
 		}
 	}
+	if info.text {
+		// The engine's text is the client's: skip special tokens unless
+		// the request keeps them.
+		body.SamplingParams.SkipSpecialTokens = backend.Ptr(true)
+		if v := req.OutputOptions.SkipSpecialTokens; v != nil {
+			body.SamplingParams.SkipSpecialTokens = v
+		}
+	}
 	return "/generate", body, nil
 }
 
 // sglangItem is one streamed /generate item.
 type sglangItem struct {
+	Text      string   `json:"text"`
 	OutputIDs []uint32 `json:"output_ids"`
 	MetaInfo  *struct {
 		FinishReason *struct {
@@ -183,14 +193,16 @@ type sglangItem struct {
 
 type sglangDecoder struct {
 	req     *backend.Request
+	text    bool // outputs carry the engine's text
+	textLen int  // bytes of a cumulative text already sent
 	emitted int
 	prompt  int
 	cached  int
 	done    bool
 }
 
-func (sglang) decoder(req *backend.Request, _ engineInfo) streamDecoder {
-	return &sglangDecoder{req: req, prompt: len(req.TokenIDs), cached: -1}
+func (sglang) decoder(req *backend.Request, info engineInfo) streamDecoder {
+	return &sglangDecoder{req: req, text: info.text, prompt: len(req.TokenIDs), cached: -1}
 }
 
 func (d *sglangDecoder) event(field string, data []byte) ([]*backend.Output, bool, error) {
@@ -226,12 +238,25 @@ func (d *sglangDecoder) event(field string, data []byte) ([]*backend.Output, boo
 		ids = ids[d.emitted:]
 	}
 	o := &backend.Output{TokenIDs: append([]uint32{}, ids...)}
+	if d.text {
+		// The text is cumulative like output_ids unless streamed
+		// incrementally.
+		t := it.Text
+		if cumulative {
+			if len(t) < d.textLen {
+				return nil, false, fmt.Errorf("bridge: %w: the sglang engine's text shrank", backend.ErrStreamIncomplete)
+			}
+			t = t[d.textLen:]
+		}
+		d.textLen += len(t)
+		o.Text = &t
+	}
 	if mi != nil && d.req.OutputOptions.Logprobs != nil {
 		d.logprobs(o, mi.OutputTokenLogprobs, mi.OutputTopLogprobs, cumulative)
 	}
 	d.emitted += len(ids)
 	if mi == nil || mi.FinishReason == nil {
-		if len(o.TokenIDs) == 0 {
+		if len(o.TokenIDs) == 0 && (o.Text == nil || *o.Text == "") {
 			return nil, false, nil
 		}
 		return []*backend.Output{o}, false, nil

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -295,9 +296,9 @@ func (st *stream) send(toks []int, finish map[string]any) {
 			}
 			mi["output_token_logprobs"], mi["output_top_logprobs"] = lps, tops
 		}
-		st.event(map[string]any{"text": "x", "output_ids": all, "meta_info": mi})
+		st.event(map[string]any{"text": strings.Repeat("x", len(all)), "output_ids": all, "meta_info": mi}) // cumulative too
 	case "llamacpp":
-		c := map[string]any{"index": 0, "content": "x", "tokens": toks, "stop": false, "id_slot": 0}
+		c := map[string]any{"index": 0, "content": strings.Repeat("x", len(toks)), "tokens": toks, "stop": false, "id_slot": 0}
 		if st.logprobs && len(toks) > 0 {
 			var probs []any
 			for _, t := range toks {
