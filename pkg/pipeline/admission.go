@@ -57,6 +57,10 @@ type spreadPolicy struct {
 	m *Model // its admit is set before the model serves a request
 }
 
+// Unwrap returns the policy p spreads for (its name is the routing span's
+// router.policy).
+func (p spreadPolicy) Unwrap() router.Policy { return p.Policy }
+
 func (p spreadPolicy) Pick(req *backend.Request, candidates []uint64) (uint64, error) {
 	if a := p.m.admit; a != nil {
 		candidates = a.Unsaturated(candidates)

@@ -17,8 +17,13 @@ const (
 
 const policyDirect = "direct"
 
-// policyName names p for the routing span.
+// policyName names p for the routing span. A policy that wraps another
+// (an Unwrap() Policy method, as the admission stage's spreading does) is
+// named after the one it wraps.
 func policyName(p Policy) string {
+	if w, ok := p.(interface{ Unwrap() Policy }); ok {
+		return policyName(w.Unwrap())
+	}
 	switch p.(type) {
 	case *RoundRobin:
 		return "round_robin"

@@ -94,10 +94,12 @@ func newKVRig(t *testing.T, discovery, plane string) *kvRig {
 
 // startFrontend starts a KV-routing frontend (extra flags added) and
 // waits until it routes to every live worker. Its migration limit lets a
-// request that found its worker dead be sent again (testKill).
+// request that found its worker dead be sent again (testKill); a request
+// that finds every worker busy waits a second in the admission queue
+// before it is refused (testBusyThreshold).
 func (r *kvRig) startFrontend(t testing.TB, extra ...string) *frontend {
 	t.Helper()
-	f := r.c.startFrontendArgs(append([]string{"--router-mode", "kv", "--migration-limit", "1"}, extra...))
+	f := r.c.startFrontendArgs(append([]string{"--router-mode", "kv", "--migration-limit", "1", "--router-queue-timeout", "1"}, extra...))
 	f.waitModels(t, "demo")
 	r.waitInstances(t, f)
 	return f
@@ -345,14 +347,16 @@ func (r *kvRig) testBusyThreshold(t *testing.T) {
 	r.checkStreaming(t, long)
 	var status int
 	var body []byte
-	r.f.waitFor(t, 5*time.Second, "a request to be refused with every worker busy", func() bool {
+	// With every worker busy the request waits in the admission queue
+	// (--router-queue-timeout 1 in this rig) and is then refused.
+	r.f.waitFor(t, 10*time.Second, "a request to be refused with every worker busy", func() bool {
 		var resp *http.Response
 		resp, body = r.f.post(t, complPath, object{"model": "demo", "prompt": words("busy refused", 50), "max_tokens": 1})
 		status = resp.StatusCode
 		return status != http.StatusOK
 	})
-	if status != http.StatusServiceUnavailable || !strings.Contains(string(body), "overloaded") {
-		t.Errorf("every worker busy: %d %s, want 503 naming the overload", status, body)
+	if status != http.StatusServiceUnavailable || !strings.Contains(string(body), "busy") || !strings.Contains(string(body), "in the queue") {
+		t.Errorf("every worker busy: %d %s, want 503 saying the request waited out the queue", status, body)
 	}
 
 	setThreshold(1)
