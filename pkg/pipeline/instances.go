@@ -35,13 +35,22 @@ func (mi *modelInstances) remove(id uint64) {
 }
 
 // Available returns the endpoint's available instances that serve the
-// model, sorted.
+// model, sorted. As with runtime.Client.Available, when every instance
+// of the model is being skipped after a failure it returns them all, even
+// while other models' instances on the endpoint are available.
 func (mi *modelInstances) Available() []uint64 {
-	all := mi.Client.Available()
+	if out := mi.filter(mi.Client.Available()); len(out) > 0 {
+		return out
+	}
+	return mi.filter(mi.Client.InstanceIDs())
+}
+
+// filter returns the ids of ids that serve the model.
+func (mi *modelInstances) filter(ids []uint64) []uint64 {
 	mi.mu.RLock()
 	defer mi.mu.RUnlock()
-	out := all[:0:0]
-	for _, id := range all {
+	out := ids[:0:0]
+	for _, id := range ids {
 		if mi.ids[id] > 0 {
 			out = append(out, id)
 		}

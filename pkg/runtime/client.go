@@ -187,7 +187,12 @@ func (c *Client) InstanceIDs() []uint64 {
 }
 
 // Available returns the ids of the discovered instances that are not being
-// skipped after a failure, sorted.
+// skipped after a failure (ReportInstanceDown), sorted. When every
+// discovered instance is being skipped it returns them all: an instance
+// stays in discovery while its lease is alive, and a failure report
+// (often an ack that timed out because the worker is busy, not gone) must
+// not leave the endpoint with nothing to route to while its workers are
+// registered. A crashed instance leaves discovery with its lease.
 func (c *Client) Available() []uint64 {
 	now := time.Now()
 	c.mu.RLock()
@@ -198,6 +203,11 @@ func (c *Client) Available() []uint64 {
 			continue
 		}
 		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		for id := range c.instances {
+			ids = append(ids, id)
+		}
 	}
 	slices.Sort(ids)
 	return ids

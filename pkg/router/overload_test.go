@@ -1,0 +1,112 @@
+package router_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/router"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
+	"github.com/dynamo-go/dynamo/pkg/runtime/runtimetest"
+)
+
+// A worker that refuses a request because it is full (ResourceExhausted,
+// a typed refusal on a live connection) is busy, not down: the router
+// keeps routing to it, and it answers once it has room.
+func TestFullWorkerIsNotReportedDown(t *testing.T) {
+	f := newFleet(t, 0)
+	worker := runtimetest.Start(t, runtime.Config{
+		Discovery: runtime.DiscoveryMem, TCPHost: "127.0.0.1", InhibitDuration: time.Minute,
+		SystemPort: runtime.SystemPortDisabled, GracePeriod: -1, WorkerPoolSize: 1,
+	}, runtime.Deps{MemSpace: f.mem})
+	id := worker.InstanceID()
+	holding := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = worker.Endpoint(ep).Serve(ctx, runtime.HandlerFunc(func(rc *runtime.Context, payload []byte, emit func([]byte) error) error {
+			var req backend.Request
+			if err := json.Unmarshal(payload, &req); err == nil && req.MaxTokens(0) == 1 {
+				holding <- struct{}{}
+				<-rc.Done() // hold the only slot until killed
+				return context.Cause(rc)
+			}
+			out := backend.Stop()
+			out.ExtraArgs, _ = json.Marshal(id)
+			b, _ := backend.AppendOutputJSON(nil, out)
+			return emit(b)
+		}))
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	waitInstances(t, t.Context(), f.client, 1)
+	r := router.New(f.client, &router.RoundRobin{}, nil, nil)
+
+	holder := runtime.NewContext(context.Background(), "")
+	held := make(chan error, 1)
+	one := uint32(1)
+	go func() {
+		hold := &backend.Request{StopConditions: backend.StopConditions{MaxTokens: &one}}
+		held <- r.Generate(holder, hold, func(*backend.Output) error { return nil })
+	}()
+	<-holding
+	if _, err := ask(t, r, nil); !errors.Is(err, runtime.ErrResourceExhausted) {
+		t.Fatalf("a request to the full worker = %v, want ResourceExhausted", err)
+	}
+	if got := f.client.Available(); !slices.Equal(got, []uint64{id}) {
+		t.Fatalf("after its refusal the router's available workers are %x, want the full worker %x", got, id)
+	}
+	holder.Kill()
+	<-held
+	holder.Release()
+	waitFor(t, 5*time.Second, "the freed worker to answer", func() bool {
+		got, err := ask(t, r, nil)
+		return err == nil && got == id
+	})
+}
+
+// A worker reported down is skipped while another can take its requests;
+// but when every worker of the endpoint has been reported down (acks that
+// timed out on busy, live workers, say) while they are all still
+// registered, the router routes over all of them rather than failing with
+// "no instances": overload must not become an outage.
+func TestEveryWorkerReportedDownStillRoutes(t *testing.T) {
+	f := newFleet(t, 2)
+	r := router.New(f.client, &router.RoundRobin{}, nil, nil)
+	f.client.ReportInstanceDown(f.workers[0])
+	for range 4 {
+		if got, err := ask(t, r, nil); err != nil || got != f.workers[1] {
+			t.Fatalf("with worker %x down: answered by %x, %v; want %x", f.workers[0], got, err, f.workers[1])
+		}
+	}
+	f.client.ReportInstanceDown(f.workers[1])
+	want := slices.Sorted(slices.Values(f.workers))
+	if got := f.client.Available(); !slices.Equal(got, want) {
+		t.Fatalf("with every worker reported down, available = %x, want all of %x", got, want)
+	}
+	seen := map[uint64]bool{}
+	for range 4 {
+		got, err := ask(t, r, nil)
+		if err != nil {
+			t.Fatalf("with every worker reported down: %v", err)
+		}
+		seen[got] = true
+	}
+	if len(seen) != 2 {
+		t.Fatalf("with every worker reported down, answered by %v; want both", seen)
+	}
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: still waiting for %s", d, what)
+		}
+	}
+}
