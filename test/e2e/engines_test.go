@@ -158,41 +158,7 @@ func TestEngineBridge(t *testing.T) {
 
 	t.Run("a bridge SIGKILLed mid-stream: another one finishes the answer", func(t *testing.T) {
 		const tokens = 1500
-		before := r.served(t)
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.url+chatPath,
-			strings.NewReader(fmt.Sprintf(`{"model":"demo","stream":true,"max_tokens":%d,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"keep talking"}]}`, tokens)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := f.http.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		var events []string
-		for len(events) < 5 && sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "data: ") {
-				events = append(events, sc.Text())
-			}
-		}
-		var victim *worker
-		for w, n := range r.served(t) {
-			if n > before[w] {
-				victim = w
-			}
-		}
-		if victim == nil {
-			t.Fatal("no bridge's request count moved")
-		}
-		victim.kill()
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "data: ") || strings.HasPrefix(sc.Text(), "event: ") {
-				events = append(events, sc.Text())
-			}
-		}
-		s := reassemble(t, chatPath, []byte(strings.Join(events, "\n\n")+"\n\n"))
+		s := killMidStream(t, f, r.workers, fmt.Sprintf(`{"model":"demo","stream":true,"max_tokens":%d,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"keep talking"}]}`, tokens))
 		if s.finishReason != "length" || s.usage == nil || s.usage.CompletionTokens != tokens {
 			t.Errorf("after the kill: finish %q, usage %+v; want the whole answer (%d tokens) ending with length", s.finishReason, s.usage, tokens)
 		}
@@ -351,48 +317,7 @@ func TestProcessingModesMigrate(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := f.stream(t, chatPath, req)
-			served := func() map[*worker]float64 {
-				out := map[*worker]float64{}
-				for _, w := range workers[m.model] {
-					v, _ := w.scrape(t).value("dynamo_component_requests_total", generateEndpoint)
-					out[w] = v
-				}
-				return out
-			}
-			before := served()
-			hreq, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.url+chatPath, strings.NewReader(body(m.model)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			hreq.Header.Set("Content-Type", "application/json")
-			resp, err := f.http.Do(hreq)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			sc := bufio.NewScanner(resp.Body)
-			var events []string
-			for len(events) < 5 && sc.Scan() {
-				if strings.HasPrefix(sc.Text(), "data: ") {
-					events = append(events, sc.Text())
-				}
-			}
-			var victim *worker
-			for w, n := range served() {
-				if n > before[w] {
-					victim = w
-				}
-			}
-			if victim == nil {
-				t.Fatal("no worker's request count moved")
-			}
-			victim.kill()
-			for sc.Scan() {
-				if strings.HasPrefix(sc.Text(), "data: ") || strings.HasPrefix(sc.Text(), "event: ") {
-					events = append(events, sc.Text())
-				}
-			}
-			got := reassemble(t, chatPath, []byte(strings.Join(events, "\n\n")+"\n\n"))
+			got := killMidStream(t, f, workers[m.model], body(m.model))
 			if got.finishReason != "length" || got.usage == nil || got.usage.CompletionTokens != tokens || got.text != want.text {
 				t.Errorf("after the kill: finish %q, usage %+v, text equal to the uninterrupted answer: %v", got.finishReason, got.usage, got.text == want.text)
 			}
@@ -401,4 +326,53 @@ func TestProcessingModesMigrate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// killMidStream sends body (a streamed chat request) through f, SIGKILLs
+// the one of workers that serves it after its first chunks, reads the
+// stream to its end and returns it reassembled.
+func killMidStream(t *testing.T, f *frontend, workers []*worker, body string) streamed {
+	t.Helper()
+	served := func() map[*worker]float64 {
+		out := map[*worker]float64{}
+		for _, w := range workers {
+			v, _ := w.scrape(t).value("dynamo_component_requests_total", generateEndpoint)
+			out[w] = v
+		}
+		return out
+	}
+	before := served()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.url+chatPath, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var events []string
+	for len(events) < 5 && sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data: ") {
+			events = append(events, sc.Text())
+		}
+	}
+	var victim *worker
+	for w, n := range served() {
+		if n > before[w] {
+			victim = w
+		}
+	}
+	if victim == nil {
+		t.Fatal("no worker's request count moved")
+	}
+	victim.kill()
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data: ") || strings.HasPrefix(sc.Text(), "event: ") {
+			events = append(events, sc.Text())
+		}
+	}
+	return reassemble(t, chatPath, []byte(strings.Join(events, "\n\n")+"\n\n"))
 }
