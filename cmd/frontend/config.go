@@ -184,6 +184,13 @@ func (f *flags) httpConfig() (frontend.Config, error) {
 	if c.BodyLimit == 0 {
 		errs = append(errs, errors.New("DYN_HTTP_BODY_LIMIT_MB must be at least 1"))
 	}
+	c.TenantMaxInflight, c.TenantHeader = *f.tenantMax, *f.tenantHeader
+	if c.TenantMaxInflight < 0 {
+		errs = append(errs, fmt.Errorf("--tenant-max-inflight %d: must not be negative", c.TenantMaxInflight))
+	}
+	if c.TenantHeader == "" {
+		errs = append(errs, errors.New("--tenant-header must name a header"))
+	}
 	if c.OverloadStatus < 400 || c.OverloadStatus > 599 {
 		errs = append(errs, fmt.Errorf("DYN_HTTP_OVERLOAD_STATUS_CODE %d: want a 4xx or 5xx status", c.OverloadStatus))
 	}

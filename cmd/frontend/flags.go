@@ -29,6 +29,8 @@ type flags struct {
 	condEffISL                                    *int
 	condEffISLRatio                               *float64
 	queueMax, queueWorkerLimit                    *int
+	tenantMax                                     *int
+	tenantHeader                                  *string
 	queueTimeout                                  *float64
 	queuePolicy                                   *string
 
@@ -69,6 +71,8 @@ func register(s *envflag.Set) *flags {
 		condEffISL:      s.Int("router-conditional-disagg-eff-isl-threshold", 2048, "conditional disaggregation: prefill locally only below this many uncached prompt tokens (the decode worker's cached prefix, known with router mode kv, taken off)", "DYN_ROUTER_CONDITIONAL_DISAGG_EFF_ISL_THRESHOLD"),
 		condEffISLRatio: s.Float64("router-conditional-disagg-eff-isl-ratio-threshold", 0.7, "conditional disaggregation: ... and only below this fraction of uncached prompt tokens", "DYN_ROUTER_CONDITIONAL_DISAGG_EFF_ISL_RATIO_THRESHOLD"),
 
+		tenantMax:        s.Int("tenant-max-inflight", 0, "requests in flight (queued ones included) per tenant: the API key, else the --tenant-header value; one more gets 429 with Retry-After; requests without a tenant are not limited; 0 is off", "DYN_TENANT_MAX_INFLIGHT"),
+		tenantHeader:     s.String("tenant-header", "x-dynamo-tenant", "request header naming the tenant when no API keys are configured", "DYN_TENANT_HEADER"),
 		queueMax:         s.Int("router-queue-max", 1024, "requests that may wait per model while every worker is saturated; one more is refused at once (503 with Retry-After); 0 refuses instead of queueing", "DYN_ROUTER_QUEUE_MAX"),
 		queueTimeout:     s.Float64("router-queue-timeout", 30, "seconds a request may wait in the queue before a 503 with Retry-After", "DYN_ROUTER_QUEUE_TIMEOUT"),
 		queuePolicy:      s.String("router-queue-policy", "fcfs", "queue order: fcfs (earliest first; nvext.agent_hints.latency_sensitivity moves a request that many seconds ahead)", "DYN_ROUTER_QUEUE_POLICY"),

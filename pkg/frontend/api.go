@@ -178,6 +178,12 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 	defer endServerSpan(span, sw)
 	w, r = sw, r.WithContext(ctx)
 
+	release, err := s.tenants.acquire(s.tenants.tenantOf(r, len(s.cfg.APIKeys) > 0))
+	if err != nil {
+		s.refuse(w, r, id, UnknownModel, endpoint, false, err)
+		return
+	}
+	defer release()
 	body, err := s.readBody(w, r)
 	var c *call
 	if err == nil {

@@ -51,6 +51,15 @@ type Config struct {
 	// given; an entry ending in "*" is a prefix. Nil means /health, /live
 	// and /metrics; an empty, non-nil list exempts nothing.
 	AuthExemptPaths []string
+	// TenantMaxInflight caps each tenant's /v1 requests in flight (queued
+	// ones included); a request over it gets 429 with Retry-After, so
+	// that one tenant cannot fill the queue. A tenant is the API key
+	// (with APIKeys), else the TenantHeader's value; requests with
+	// neither are not limited. 0 is off.
+	TenantMaxInflight int
+	// TenantHeader names a request's tenant when no API keys are
+	// configured (default "x-dynamo-tenant").
+	TenantHeader string
 	// CORSAllowedOrigins are the browser origins (scheme://host[:port],
 	// or "*" for any) allowed to call the API from a web page (cors.go).
 	// None sends no CORS headers at all.
@@ -122,6 +131,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.OverloadStatus == 0 {
 		c.OverloadStatus = 503
+	}
+	if c.TenantHeader == "" {
+		c.TenantHeader = "x-dynamo-tenant"
 	}
 	if c.AuthExemptPaths == nil {
 		c.AuthExemptPaths = DefaultAuthExemptPaths

@@ -58,6 +58,8 @@ func (s *Service) classify(err error) apiError {
 		return apiError{status: http.StatusGatewayTimeout, kind: ErrResponseTimeout, message: errStreamTimeout.Error(), param: ""}
 	case errors.Is(err, router.ErrNoInstances), errors.Is(err, router.ErrTargetUnavailable):
 		return apiError{status: http.StatusServiceUnavailable, kind: ErrUnavailable, message: "No worker is available for this model: " + err.Error(), param: ""}
+	case errors.Is(err, errTenantLimit):
+		return apiError{status: http.StatusTooManyRequests, kind: ErrOverload, message: capitalize(err.Error())}
 	case errors.As(err, &refused):
 		// Overload, not a fault: the queue in front of the model's
 		// workers was full, or the request waited it out.

@@ -44,6 +44,7 @@ type Service struct {
 	clock    func() time.Time
 	tracer   trace.Tracer
 	handler  http.Handler
+	tenants  *tenants
 
 	shuttingDown atomic.Bool
 	requests     sync.WaitGroup // handlers of /v1 requests in flight
@@ -59,7 +60,8 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Service{cfg: cfg, models: deps.Models, log: deps.Logger, registry: deps.Registry, metrics: deps.Metrics, clock: deps.Clock,
-		tracer: telemetry.Tracer(deps.TracerProvider, "github.com/dynamo-go/dynamo/pkg/frontend")}
+		tracer:  telemetry.Tracer(deps.TracerProvider, "github.com/dynamo-go/dynamo/pkg/frontend"),
+		tenants: &tenants{max: cfg.TenantMaxInflight, header: cfg.TenantHeader, inflight: map[string]int{}}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
