@@ -6,7 +6,8 @@
 //	bench compare baseline.json stack.json
 //	bench otlp-sink --addr 127.0.0.1:4317
 //
-// Flags: bench --help, or bench COMMAND --help.
+// Flags: bench --help, or bench COMMAND --help; bench --version prints the
+// version and commit.
 package main
 
 import (
@@ -17,6 +18,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/dynamo-go/dynamo/internal/version"
 )
 
 func main() {
@@ -56,6 +59,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
+	case "version", "-version", "--version":
+		version.Print(stdout, "bench")
+		return 0
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
@@ -70,6 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // usage lists every command with all its flags and defaults.
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: bench COMMAND [flags]")
+	fmt.Fprintln(w, "       bench --version")
 	fmt.Fprintln(w, "\ncommands:")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)

@@ -28,6 +28,7 @@ import (
 	"github.com/dynamo-go/dynamo/internal/pprofserver"
 	"github.com/dynamo-go/dynamo/internal/rungroup"
 	"github.com/dynamo-go/dynamo/internal/runtimeflags"
+	"github.com/dynamo-go/dynamo/internal/version"
 	"github.com/dynamo-go/dynamo/pkg/frontend"
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
@@ -44,6 +45,7 @@ func run(args []string, env func(string) string, stderr io.Writer, ready chan<- 
 	fs.SetOutput(stderr)
 	f := register(envflag.New(fs, env))
 	rf := runtimeflags.Register(fs, env)
+	showVersion := version.Flag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: frontend [flags]")
 		fs.PrintDefaults()
@@ -60,6 +62,10 @@ func run(args []string, env func(string) string, stderr io.Writer, ready chan<- 
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "frontend: unexpected arguments %q\n", fs.Args())
 		return 2
+	}
+	if *showVersion {
+		version.Print(os.Stdout, "frontend")
+		return 0
 	}
 	s, serr := f.settings(env)
 	rcfg, rerr := rf.Config()

@@ -39,6 +39,7 @@ import (
 	"github.com/dynamo-go/dynamo/internal/obsflags"
 	"github.com/dynamo-go/dynamo/internal/pprofserver"
 	"github.com/dynamo-go/dynamo/internal/rungroup"
+	"github.com/dynamo-go/dynamo/internal/version"
 	"github.com/dynamo-go/dynamo/internal/workerflags"
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
@@ -62,6 +63,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	wf := workerflags.Register(fs, env)
 	mf := registerMocker(envflag.New(fs, env))
+	showVersion := version.Flag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: mocker --model-path DIR|ORG/NAME [flags]")
 		fs.PrintDefaults()
@@ -80,6 +82,10 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "mocker: unexpected arguments %q\n", fs.Args())
 		return 2
+	}
+	if *showVersion {
+		version.Print(os.Stdout, "mocker")
+		return 0
 	}
 	wcfg, rcfg, werr := wf.Configs()
 	mcfg, mode, merr := mf.config()

@@ -28,6 +28,7 @@ import (
 	"github.com/dynamo-go/dynamo/internal/envflag"
 	"github.com/dynamo-go/dynamo/internal/obsflags"
 	"github.com/dynamo-go/dynamo/internal/rungroup"
+	"github.com/dynamo-go/dynamo/internal/version"
 	"github.com/dynamo-go/dynamo/internal/workerflags"
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/bridge"
@@ -155,6 +156,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	wf := workerflags.Register(fs, env)
 	ef := registerEngine(envflag.New(fs, env))
 	pf := registerProcessing(envflag.New(fs, env))
+	showVersion := version.Flag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: worker --engine vllm|sglang|llamacpp --engine-url URL --model-path DIR|ORG/NAME [flags]")
 		fs.PrintDefaults()
@@ -171,6 +173,10 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "worker: unexpected arguments %q\n", fs.Args())
 		return 2
+	}
+	if *showVersion {
+		version.Print(os.Stdout, "worker")
+		return 0
 	}
 	wcfg, rcfg, werr := wf.Configs()
 	bcfg, berr := ef.config()
