@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run run-disagg test test-short bench bench-tokenizer bench-preprocess bench-stack bench-streams trace-demo fuzz lint clean
+.PHONY: build run run-disagg images test test-short bench bench-tokenizer bench-preprocess bench-stack bench-streams trace-demo fuzz lint clean
 
 build:
 	$(GO) build $(PKGS)
@@ -20,6 +20,28 @@ run:
 # serving, docs/disaggregation.md).
 run-disagg:
 	@exec env GO="$(GO)" MODE=disagg ./scripts/run.sh
+
+# Container images of frontend, mocker and worker (deploy/docker), tagged
+# $(IMAGE_PREFIX)/NAME:$(IMAGE_TAG), with --version stamped from git.
+# Needs a Docker engine with BuildKit.
+IMAGE_PREFIX ?= dynamo-go
+IMAGE_TAG    ?= dev
+VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT       ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+
+images:
+	@command -v docker >/dev/null 2>&1 || { \
+		echo "make images: no docker command: building the images needs a Docker engine with BuildKit (docker buildx)."; \
+		echo "  The docker build line is in deploy/docker/Dockerfile; go test ./deploy/docker checks what can be checked without an engine."; \
+		exit 1; }
+	@docker info >/dev/null 2>&1 || { echo "make images: docker cannot reach a Docker engine (docker info failed); start one, or set DOCKER_HOST."; exit 1; }
+	@docker buildx version >/dev/null 2>&1 || { echo "make images: docker buildx (BuildKit) is missing: the Dockerfile uses RUN --mount caches."; exit 1; }
+	@for t in frontend mocker worker; do \
+		echo "docker buildx build --target $$t -t $(IMAGE_PREFIX)/$$t:$(IMAGE_TAG) ."; \
+		docker buildx build --load -f deploy/docker/Dockerfile --target $$t \
+			--build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) \
+			-t $(IMAGE_PREFIX)/$$t:$(IMAGE_TAG) . || exit 1; \
+	done
 
 test: lint
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)

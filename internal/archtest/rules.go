@@ -48,6 +48,7 @@ var Allowed = map[string][]string{
 	"internal/workerflags":       {"internal/runtimeflags", "pkg/backend/worker", "pkg/backend", "pkg/hfhub", "pkg/runtime", "pkg/telemetry", "pkg/preprocessor/toolcall", "pkg/preprocessor/reasoning"},
 	"internal/loadgen":           {"pkg/openai"},
 	"internal/obsflags":          {"pkg/telemetry"},
+	"internal/version":           {},
 }
 
 // Forbidden carves subtrees out of what Allowed permits, in production
