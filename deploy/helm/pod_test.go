@@ -1,17 +1,13 @@
 package helm
 
 import (
-	"flag"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
-	etcdflags "go.etcd.io/etcd/pkg/v3/flags"
 	"go.etcd.io/etcd/server/v3/embed"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -259,20 +255,12 @@ func checkControlPlaneArgs(t *testing.T, s *appsv1.StatefulSet) {
 	args := expand(s, c.Args)
 	switch binaryOf(c.Image) {
 	case "etcd":
-		cfg := embed.NewConfig()
-		fs := flag.NewFlagSet("etcd", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		cfg.AddFlags(fs)
-		// The flag etcd's main adds to embed's (etcdmain/config.go).
-		fs.Var(etcdflags.NewSelectiveStringValue("new", "existing"), "initial-cluster-state", "")
-		if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-			t.Errorf("StatefulSet %s: etcd %q: %v %q", s.Name, args, err, fs.Args())
+		cfg, fs, err := deploytest.ParseEtcdArgs(args)
+		if err != nil {
+			t.Errorf("StatefulSet %s: %v", s.Name, err)
 			return
 		}
-		var members []string
-		for _, m := range strings.Split(cfg.InitialCluster, ",") {
-			members = append(members, m)
-		}
+		members := strings.Split(cfg.InitialCluster, ",")
 		var want []string
 		for i := range n {
 			want = append(want, fmt.Sprintf("%s-%d=http://%s:2380", s.Name, i, host(i)))
@@ -292,12 +280,9 @@ func checkControlPlaneArgs(t *testing.T, s *appsv1.StatefulSet) {
 			t.Errorf("StatefulSet %s: etcd's request limit changed: the stack works with stock etcd", s.Name)
 		}
 	case "nats":
-		fs := flag.NewFlagSet("nats-server", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		nop := func() {}
-		opts, err := natsserver.ConfigureOptions(fs, args, nop, nop, nop)
+		opts, err := deploytest.ParseNATSArgs(args)
 		if err != nil {
-			t.Errorf("StatefulSet %s: nats-server %q: %v", s.Name, args, err)
+			t.Errorf("StatefulSet %s: %v", s.Name, err)
 			return
 		}
 		if opts.Port != 4222 || opts.HTTPPort != 8222 || opts.JetStream {
