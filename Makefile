@@ -43,8 +43,17 @@ images:
 			-t $(IMAGE_PREFIX)/$$t:$(IMAGE_TAG) . || exit 1; \
 	done
 
+# The tests of deployment files (they render the Helm chart, load the
+# Compose file, parse the Dockerfile, and run the binaries' --help) run
+# without the race detector: it finds nothing in them and makes compiling
+# the Helm, Kubernetes and Compose libraries three times slower (cold
+# cache, go test ./deploy/...: 6m11s with -race, 2m18s without). Every
+# other package runs with it; each package runs once.
+NORACE_PKGS := ./deploy/docker ./deploy/compose ./deploy/helm
+
 test: lint
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -v -x $(foreach p,$(NORACE_PKGS),-e 'github.com/dynamo-go/dynamo/$(p:./%=%)'))
+	$(GO) test -count=1 -timeout 20m $(NORACE_PKGS)
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
