@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +57,11 @@ type completionRequest struct {
 	Detokenize             *bool      `json:"detokenize"`
 	AddSpecialTokens       *bool      `json:"add_special_tokens"`
 	Stop                   stringList `json:"stop"`
+	IncludeStopStrInOutput *bool      `json:"include_stop_str_in_output"`
+	// StructuredOutputs is vLLM's StructuredOutputsParams: {json, regex,
+	// choice, grammar, json_object, whitespace_pattern, structural_tag,
+	// ...}, one constraint kind.
+	StructuredOutputs json.RawMessage `json:"structured_outputs"`
 }
 
 // stringList is a string or a list of strings.
@@ -102,6 +108,8 @@ type options struct {
 	continuous     bool
 	stopIDs        []uint32
 	eosIDs         []uint32 // nil with ignore_eos
+	stops          []string // stop strings, applied to the text
+	includeStop    bool     // include_stop_str_in_output
 }
 
 // build validates req and maps it to a backend.Request.
@@ -201,11 +209,53 @@ func (s *Server) build(req *completionRequest) (*backend.Request, *options, *api
 		opts.logprobs = true
 		br.OutputOptions.Logprobs = backend.Ptr(uint32(*l))
 	}
+	if len(req.Stop) > 0 {
+		if !opts.detokenize {
+			return nil, nil, badRequest("stop", "stop strings need the output's text: the mocker has no tokenizer, or detokenize is false")
+		}
+		opts.stops = req.Stop
+		opts.includeStop = req.IncludeStopStrInOutput != nil && *req.IncludeStopStrInOutput
+	}
 	so := &br.SamplingOptions
+	guided, aerr := structuredOutputs(req.StructuredOutputs)
+	if aerr != nil {
+		return nil, nil, aerr
+	}
+	so.GuidedDecoding = guided
 	so.Temperature, so.TopP, so.TopK, so.MinP, so.Seed = req.Temperature, req.TopP, req.TopK, req.MinP, req.Seed
 	so.PresencePenalty, so.FrequencyPenalty, so.RepetitionPenalty = req.PresencePenalty, req.FrequencyPenalty, req.RepetitionPenalty
 	br.OutputOptions.SkipSpecialTokens = backend.Ptr(opts.skipSpecial)
 	return br, opts, nil
+}
+
+// structuredOutputs checks vLLM's structured_outputs and returns it as
+// the engine's guided decoding (the same field names; json_object is a
+// JSON schema of any object). Exactly one kind of constraint is allowed,
+// as vLLM checks. The engine honours json and choice (mocker.GuidedText);
+// regex, grammar and structural_tag are accepted and not applied.
+func structuredOutputs(raw json.RawMessage) (json.RawMessage, *apiError) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var so map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &so); err != nil {
+		return nil, badRequest("structured_outputs", "structured_outputs must be an object: %v", err)
+	}
+	var kinds []string
+	for _, k := range []string{"json", "regex", "choice", "grammar", "json_object", "structural_tag"} {
+		if v, ok := so[k]; ok && string(v) != "null" && string(v) != "false" {
+			kinds = append(kinds, k)
+		}
+	}
+	switch {
+	case len(kinds) == 0:
+		return nil, nil
+	case len(kinds) > 1:
+		return nil, badRequest("structured_outputs", "You can only use one kind of structured outputs constraint but multiple are specified: %s", strings.Join(kinds, ", "))
+	case kinds[0] == "json_object":
+		return json.RawMessage(`{"json":{"type":"object"}}`), nil
+	}
+	return raw, nil
 }
 
 // prompt reads the prompt: a list of token ids (or a list of one such
@@ -278,6 +328,7 @@ func (s *Server) encode(text string, addSpecial bool) ([]uint32, *apiError) {
 type choiceState struct {
 	ids        []uint32 // generated
 	dec        detokenizer
+	stop       *stopMatcher // nil without stop strings
 	sentPrompt bool
 	textOffset int
 	text       strings.Builder
@@ -299,22 +350,17 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	br, opts, aerr := s.build(&req)
+	if aerr == nil {
+		aerr = s.pinRank(r, br)
+	}
 	if aerr != nil {
 		writeError(w, aerr.status, aerr.msg, aerr.param)
 		return
 	}
-	base := r.Header.Get("X-Request-Id")
-	if base == "" {
-		base = hexUUID()
-	}
-	id := "cmpl-" + base
-	rc := runtime.NewContext(r.Context(), id)
+	a, rc := s.newAnswer(r, "cmpl-", opts)
+	id := a.id
 	defer rc.Release()
 	defer rc.Kill() // the answer is written: nothing of the request may run on
-	a := &answer{s: s, opts: opts, id: id, created: time.Now().Unix(), choices: make([]*choiceState, opts.n)}
-	for i := range a.choices {
-		a.choices[i] = &choiceState{dec: detokenizer{f: s.cfg.Detokenize, skip: opts.skipSpecial}}
-	}
 	s.metrics.promptTokens.Add(float64(len(opts.prompt)))
 	s.log.Debug("vllmapi: request", "id", id, "prompt_tokens", len(opts.prompt), "stream", req.Stream, "n", opts.n)
 	if req.Stream {
@@ -324,9 +370,27 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	a.unary(w, rc, br)
 }
 
+// newAnswer starts the answer of a request with id prefix + X-Request-Id
+// (or a random hex UUID), under a runtime.Context tied to the HTTP
+// request; the caller releases and kills it when the answer is written.
+func (s *Server) newAnswer(r *http.Request, prefix string, opts *options) (*answer, *runtime.Context) {
+	base := r.Header.Get("X-Request-Id")
+	if base == "" {
+		base = hexUUID()
+	}
+	id := prefix + base
+	rc := runtime.NewContext(r.Context(), id)
+	a := &answer{s: s, rc: rc, opts: opts, id: id, created: time.Now().Unix(), choices: make([]*choiceState, opts.n)}
+	for i := range a.choices {
+		a.choices[i] = &choiceState{dec: detokenizer{f: s.cfg.Detokenize, skip: opts.skipSpecial}, stop: newStopMatcher(opts.stops, opts.includeStop)}
+	}
+	return a, rc
+}
+
 // answer is one request's answer in the making.
 type answer struct {
 	s       *Server
+	rc      *runtime.Context
 	opts    *options
 	id      string
 	created int64
@@ -364,6 +428,35 @@ func (a *answer) finish(c *choiceState, o *backend.Output) error {
 	c.finish = &reason
 	a.s.metrics.success.WithLabelValues(reason).Inc()
 	return nil
+}
+
+// text returns the text c's newest ids add, with the request's stop
+// strings applied: a match ends the choice (finish "stop", stop_reason the
+// string) and, once every choice has ended, stops the engine's request
+// (its later outputs are dropped). At the choice's end (terminal) the text
+// held back for a possible stop string is released.
+func (a *answer) text(c *choiceState, terminal bool) string {
+	t := c.dec.next(c.ids)
+	if c.stop == nil {
+		return t
+	}
+	emit, stop, matched := c.stop.push(t)
+	if !matched {
+		if terminal {
+			emit += c.stop.flush()
+		}
+		return emit
+	}
+	reason := "stop"
+	c.finish, c.stopReason = &reason, stop
+	a.s.metrics.success.WithLabelValues(reason).Inc()
+	for _, other := range a.choices {
+		if other.finish == nil {
+			return emit
+		}
+	}
+	a.rc.StopGenerating()
+	return emit
 }
 
 // choice returns the state of o's choice.
@@ -464,10 +557,17 @@ func (a *answer) stream(w http.ResponseWriter, r *http.Request, rc *runtime.Cont
 		if err != nil {
 			return err
 		}
+		if c.finish != nil {
+			return nil // a stop string ended the choice
+		}
 		toks := o.TokenIDs
 		c.ids = append(c.ids, toks...)
 		a.s.metrics.generationTokens.Add(float64(len(toks)))
-		if o.IsTerminal() {
+		var text string
+		if a.opts.detokenize {
+			text = a.text(c, o.IsTerminal())
+		}
+		if o.IsTerminal() && c.finish == nil {
 			if err := a.finish(c, o); err != nil {
 				failed = err
 				return err
@@ -476,10 +576,7 @@ func (a *answer) stream(w http.ResponseWriter, r *http.Request, rc *runtime.Cont
 		if len(toks) == 0 && c.finish == nil {
 			return nil
 		}
-		ch := streamChoice{Index: i, FinishReason: c.finish, StopReason: c.stopReason}
-		if a.opts.detokenize {
-			ch.Text = c.dec.next(c.ids)
-		}
+		ch := streamChoice{Index: i, Text: text, FinishReason: c.finish, StopReason: c.stopReason}
 		if !c.sentPrompt {
 			ch.PromptTokenIDs, c.sentPrompt = a.opts.prompt, true
 		}
@@ -561,6 +658,9 @@ func (a *answer) unary(w http.ResponseWriter, rc *runtime.Context, br *backend.R
 		if err != nil {
 			return err
 		}
+		if c.finish != nil {
+			return nil // a stop string ended the choice
+		}
 		c.ids = append(c.ids, o.TokenIDs...)
 		a.s.metrics.generationTokens.Add(float64(len(o.TokenIDs)))
 		if a.opts.logprobs && len(o.TokenIDs) > 0 {
@@ -573,7 +673,10 @@ func (a *answer) unary(w http.ResponseWriter, rc *runtime.Context, br *backend.R
 			c.lp.Tokens = append(c.lp.Tokens, lp.Tokens...)
 			c.lp.TopLogprobs = append(c.lp.TopLogprobs, lp.TopLogprobs...)
 		}
-		if o.IsTerminal() {
+		if c.stop != nil {
+			c.text.WriteString(a.text(c, o.IsTerminal()))
+		}
+		if o.IsTerminal() && c.finish == nil {
 			return a.finish(c, o)
 		}
 		return nil
@@ -590,7 +693,10 @@ func (a *answer) unary(w http.ResponseWriter, rc *runtime.Context, br *backend.R
 	completion := 0
 	for i, c := range a.choices {
 		ch := unaryChoice{Index: i, Logprobs: c.lp, FinishReason: c.finish, StopReason: c.stopReason}
-		if a.opts.detokenize {
+		switch {
+		case c.stop != nil:
+			ch.Text = c.text.String()
+		case a.opts.detokenize:
 			ch.Text, _ = a.s.cfg.Detokenize(c.ids, a.opts.skipSpecial)
 		}
 		if a.opts.returnTokenIDs {
@@ -677,4 +783,19 @@ func (d *detokenizer) next(ids []uint32) string {
 	}
 	d.prefix, d.read = d.read, len(ids)
 	return newText[len(prefixText):]
+}
+
+// pinRank reads vLLM's X-data-parallel-rank header into the request's
+// routing: the engine runs the request on that rank.
+func (s *Server) pinRank(r *http.Request, br *backend.Request) *apiError {
+	v := r.Header.Get("X-data-parallel-rank")
+	if v == "" {
+		return nil
+	}
+	rank, err := strconv.Atoi(v)
+	if n := len(s.eng.KVEventSources()); err != nil || rank < 0 || rank >= n {
+		return badRequest("", "X-data-parallel-rank %q: want a rank in [0, %d)", v, n)
+	}
+	br.Routing = &backend.Routing{DPRank: backend.Ptr(uint32(rank))}
+	return nil
 }

@@ -23,19 +23,30 @@
 //     "add_generation_prompt","continue_final_message","chat_template_kwargs"}
 //     (rendered with the model's chat template, Config.TokenizeChat) and POST /detokenize
 //     {"tokens"}, when the server has a tokenizer (else 501).
-//   - POST /v1/completions: see below. Other paths: 404.
+//   - POST /v1/completions and POST /inference/v1/generate: see below.
+//     Other paths: 404.
 //
 // A completion request's prompt is a list of token ids (or a list of one
 // such list); a string, when the server has a tokenizer. It is mapped to
 // one backend.Request for the engine: max_tokens (default 16, vLLM's;
 // prompt + max_tokens must fit max_model_len), min_tokens, ignore_eos,
 // stop_token_ids, n, temperature, top_p, top_k, min_p, seed, penalties,
-// logprobs (0..20), skip_special_tokens. The model's EOS ids end a choice
-// unless ignore_eos. return_token_ids, return_tokens_as_token_ids,
-// detokenize, stream and stream_options (include_usage,
-// continuous_usage_stats) shape the answer. stop strings are accepted and
-// not applied; echo, suffix and several prompts per request are refused
-// (400). Unknown fields are ignored. Errors are vLLM's ErrorResponse,
+// logprobs (0..20), skip_special_tokens, structured_outputs (vLLM's
+// StructuredOutputsParams, one constraint kind: it becomes the engine's
+// guided decoding, whose json and choice the engine's script honours,
+// mocker.GuidedText; json_object is a schema of any object; regex,
+// grammar and structural_tag are accepted and not applied). The model's
+// EOS ids end a choice unless ignore_eos. Stop strings (stop, with
+// include_stop_str_in_output) are applied to the text as vLLM does: the
+// text ends before the stop string (after it with
+// include_stop_str_in_output), finish_reason "stop" with the string as
+// stop_reason, and the engine's request is stopped once every choice
+// ended; they need a tokenizer and detokenize (else 400).
+// return_token_ids, return_tokens_as_token_ids, detokenize, stream and
+// stream_options (include_usage, continuous_usage_stats) shape the
+// answer. echo, suffix and several prompts per request are refused
+// (400). The X-data-parallel-rank header (vLLM's) runs the request on
+// that data-parallel rank (400 for a rank the engine lacks). Unknown fields are ignored. Errors are vLLM's ErrorResponse,
 // {"error":{"message","type","param","code"}}: 400 BadRequestError for bad
 // values, 404 NotFoundError for another model name.
 //
@@ -60,6 +71,27 @@
 // headers is a data: {"error":…} event before [DONE]. A unary answer is
 // vLLM's CompletionResponse, with prompt_token_ids and token_ids per
 // choice under return_token_ids.
+//
+// POST /inference/v1/generate is vLLM's token-in/token-out endpoint
+// (vllm/entrypoints/serve/disagg): a GenerateRequest {request_id, model,
+// token_ids, sampling_params, stream, stream_options, cache_salt,
+// priority} whose sampling_params (vLLM's SamplingParams) hold the same
+// fields as a completion request's, and without max_tokens the answer may
+// fill the context (vLLM's server-side default there). Streamed, it
+// answers as vLLM's ServingTokens does: one chunk
+//
+//	data: {"request_id":"generate-tokens-…","choices":[{"index":i,"logprobs":…,
+//	       "finish_reason":null|"stop"|"length"|"abort","token_ids":[…],"routed_experts":null}],"usage":null}
+//
+// per output with new tokens (no text; logprobs in the chat shape
+// {"content":[{"token":"token_id:<id>","logprob","bytes","top_logprobs"}]}),
+// the finish_reason on the chunk of a choice's last tokens (the engine
+// ends a choice with an output of its own, so each choice's chunk is held
+// until its next output: a chunk leaves one engine step late), then with
+// include_usage {"request_id","choices":[],"usage":{...}}, then "data:
+// [DONE]". Unary, a GenerateResponse {request_id, choices: [{index,
+// logprobs, finish_reason, token_ids}], prompt_logprobs: null,
+// kv_transfer_params: null, usage}.
 //
 // The request runs under a runtime.Context (id "cmpl-" + X-Request-Id or
 // a random hex UUID) tied to the HTTP request: when the client closes
@@ -105,8 +137,14 @@
 // start seq (8 bytes big-endian)]; the answer is one message [empty, seq,
 // payload] per kept batch with a sequence number >= start, oldest first,
 // then the end marker [empty, 0xffffffffffffffff (-1), empty]. The last
-// KVEventsConfig.BufferSteps batches (default 10000) are kept. Unlike
-// vLLM, which runs one publisher per data-parallel rank on port+rank, the
-// server publishes every rank's batches on one socket, told apart by
-// data_parallel_rank.
+// KVEventsConfig.BufferSteps batches (default 10000) are kept.
+//
+// As vLLM runs one publisher per data-parallel rank, the server runs one
+// per rank of the engine (mocker.Config.DPSize): rank r's PUB socket is
+// on KVEventsConfig.Port + r and its replay socket on ReplayPort + r
+// (vLLM's offset_endpoint_port), each with its own sequence numbers and
+// replay buffer, every batch stamped with data_parallel_rank r. A port of
+// 0 picks free consecutive ports, so that rank r is still on rank 0's
+// port + r. A request's X-data-parallel-rank header (vLLM's) pins it to
+// that rank.
 package vllmapi

@@ -89,12 +89,12 @@ type published struct {
 	payload []byte
 }
 
-// publisher is the engine's event publisher in this mode: it turns each
-// scheduler pass's KV events into a KVEventBatch, and sends it on a PUB
-// socket from its own goroutine (publishLoop), keeping the last
-// BufferSteps batches for replay over a ROUTER socket (replayLoop). It
-// implements mocker.KVBatchPublisher.
-type publisher struct {
+// rankPublisher is one data-parallel rank's publisher, as vLLM runs one
+// per rank: it turns each scheduler pass's KV events into a
+// KVEventBatch, and sends it on its PUB socket from its own goroutine
+// (publishLoop), keeping the last BufferSteps batches for replay over its
+// ROUTER socket (replayLoop).
+type rankPublisher struct {
 	cfg       KVEventsConfig
 	blockSize int
 	log       *slog.Logger
@@ -110,32 +110,35 @@ type publisher struct {
 	next  uint64      // sequence number of the next batch
 }
 
-var _ mocker.KVBatchPublisher = (*publisher)(nil)
-
-func newPublisher(cfg KVEventsConfig, blockSize int, log *slog.Logger) *publisher {
+func newRankPublisher(cfg KVEventsConfig, blockSize int, log *slog.Logger) *rankPublisher {
 	if cfg.BufferSteps == 0 {
 		cfg.BufferSteps = DefaultBufferSteps
 	}
 	if cfg.Encoding == "" {
 		cfg.Encoding = EncodingMap
 	}
-	return &publisher{cfg: cfg, blockSize: blockSize, log: log, now: time.Now, queue: make(chan []byte, defaultQueueSize)}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &rankPublisher{cfg: cfg, blockSize: blockSize, log: log, now: time.Now, queue: make(chan []byte, defaultQueueSize)}
 }
 
-// listen binds the PUB (and ROUTER) sockets on host. The sockets live
-// until ctx ends or close is called.
-func (p *publisher) listen(ctx context.Context, host string) error {
+// listen binds the PUB socket on host:pubPort (and the ROUTER socket on
+// host:replayPort unless it is negative). The sockets live until ctx
+// ends or close is called.
+func (p *rankPublisher) listen(ctx context.Context, host string, pubPort, replayPort int) error {
 	zlog := slog.NewLogLogger(p.log.Handler(), slog.LevelDebug)
 	p.pub = zmq4.NewPub(ctx, zmq4.WithLogger(zlog))
-	if err := p.pub.Listen(endpoint(host, p.cfg.Port)); err != nil {
+	if err := p.pub.Listen(endpoint(host, pubPort)); err != nil {
 		p.pub.Close()
 		return fmt.Errorf("vllmapi: kv events: %w", err)
 	}
-	if p.cfg.ReplayPort >= 0 {
+	if replayPort >= 0 {
 		p.router = zmq4.NewRouter(ctx, zmq4.WithLogger(zlog))
-		if err := p.router.Listen(endpoint(host, p.cfg.ReplayPort)); err != nil {
+		if err := p.router.Listen(endpoint(host, replayPort)); err != nil {
 			p.router.Close()
 			p.pub.Close()
+			p.router = nil
 			return fmt.Errorf("vllmapi: kv events replay: %w", err)
 		}
 	}
@@ -155,7 +158,7 @@ func addr(s zmq4.Socket) string {
 }
 
 // close closes the sockets (ending replayLoop).
-func (p *publisher) close() {
+func (p *rankPublisher) close() {
 	if p.router != nil {
 		p.router.Close()
 	}
@@ -164,10 +167,10 @@ func (p *publisher) close() {
 	}
 }
 
-// PublishKVBatch encodes one pass's events as a KVEventBatch and queues
+// publishBatch encodes one pass's events as a KVEventBatch and queues
 // it for the PUB socket. When the queue is full the batch is dropped
 // (and counted): the engine's scheduler never waits for subscribers.
-func (p *publisher) PublishKVBatch(_ context.Context, dpRank int, events []mocker.KVEvent) error {
+func (p *rankPublisher) publishBatch(_ context.Context, dpRank int, events []mocker.KVEvent) error {
 	payload, err := encodeBatch(p.cfg.Encoding, float64(p.now().UnixNano())/1e9, events, p.blockSize, dpRank)
 	if err != nil {
 		return err
@@ -183,15 +186,9 @@ func (p *publisher) PublishKVBatch(_ context.Context, dpRank int, events []mocke
 	}
 }
 
-// PublishKVEvent is not used: the engine sends batches (PublishKVBatch).
-func (p *publisher) PublishKVEvent(context.Context, int, any) error { return nil }
-
-// PublishLoad ignores load metrics: /metrics reads the engine directly.
-func (p *publisher) PublishLoad(context.Context, int, any) error { return nil }
-
 // publishLoop sends queued batches, numbering them from 0, until ctx
 // ends; then it sends what is still queued and returns.
-func (p *publisher) publishLoop(ctx context.Context) {
+func (p *rankPublisher) publishLoop(ctx context.Context) {
 	for {
 		select {
 		case payload := <-p.queue:
@@ -210,7 +207,7 @@ func (p *publisher) publishLoop(ctx context.Context) {
 }
 
 // send publishes [topic, seq, payload] and keeps the batch for replay.
-func (p *publisher) send(payload []byte) {
+func (p *rankPublisher) send(payload []byte) {
 	seq := p.keep(payload)
 	msg := zmq4.NewMsgFrom([]byte(p.cfg.Topic), seqBytes(int64(seq)), payload)
 	if err := p.pub.SendMulti(msg); err != nil {
@@ -220,7 +217,7 @@ func (p *publisher) send(payload []byte) {
 
 // keep numbers a batch and keeps it for replay, dropping the oldest
 // batch when BufferSteps are kept.
-func (p *publisher) keep(payload []byte) uint64 {
+func (p *rankPublisher) keep(payload []byte) uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	seq := p.next
@@ -236,7 +233,7 @@ func (p *publisher) keep(payload []byte) uint64 {
 
 // buffered returns the kept batches with a sequence number >= from, in
 // order.
-func (p *publisher) buffered(from uint64) []published {
+func (p *rankPublisher) buffered(from uint64) []published {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []published
@@ -254,7 +251,7 @@ func (p *publisher) buffered(from uint64) []published {
 // ROUTER sees [identity, empty, start seq]. The answer is one message
 // [empty, seq, payload] per kept batch from start seq on, then the end
 // marker [empty, EndSeq, empty].
-func (p *publisher) replayLoop() {
+func (p *rankPublisher) replayLoop() {
 	for {
 		msg, err := p.router.Recv()
 		if err != nil {

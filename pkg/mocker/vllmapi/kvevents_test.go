@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -257,7 +262,7 @@ func TestKVEventsOverZeroMQ(t *testing.T) {
 }
 
 func TestReplayBufferIsBounded(t *testing.T) {
-	p := newPublisher(KVEventsConfig{BufferSteps: 3}, 4, nil)
+	p := newRankPublisher(KVEventsConfig{BufferSteps: 3}, 4, nil)
 	for i := range 5 {
 		if seq := p.keep([]byte{byte(i)}); seq != uint64(i) {
 			t.Errorf("batch %d numbered %d", i, seq)
@@ -272,5 +277,86 @@ func TestReplayBufferIsBounded(t *testing.T) {
 	}
 	if b := p.buffered(4); len(b) != 1 || b[0].seq != 4 {
 		t.Errorf("from 4: %v", b)
+	}
+}
+
+// With two data-parallel ranks each rank publishes on its own socket,
+// rank 1's on rank 0's port + 1 (replay likewise), with its own
+// sequence numbers and its rank in the batch; a request's
+// X-data-parallel-rank header picks the rank that serves it.
+func TestKVEventsPerRank(t *testing.T) {
+	s := testServer(t, func(mc *mocker.Config, c *Config) {
+		mc.DPSize = 2
+		c.KVEvents = KVEventsConfig{Port: 0, ReplayPort: 0}
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	rankAddr := func(base string, rank int) string {
+		host, port, err := net.SplitHostPort(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := strconv.Atoi(port)
+		return "tcp://" + net.JoinHostPort(host, strconv.Itoa(p+rank))
+	}
+	subs := make([]zmq4.Socket, 2)
+	for r := range subs {
+		subs[r] = zmq4.NewSub(ctx)
+		defer subs[r].Close()
+		if err := subs[r].Dial(rankAddr(s.KVEventsAddr(), r)); err != nil {
+			t.Fatalf("rank %d's publisher: %v", r, err)
+		}
+		if err := subs[r].SetOption(zmq4.OptionSubscribe, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	for _, rank := range []int{1, 0} {
+		p := make([]uint32, 8)
+		for i := range p {
+			p[i] = uint32(100*rank + i + 10)
+		}
+		b, _ := json.Marshal(map[string]any{"prompt": p, "max_tokens": 1})
+		req, _ := http.NewRequest(http.MethodPost, s.url("/v1/completions"), bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-data-parallel-rank", strconv.Itoa(rank))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("rank %d: status %d", rank, resp.StatusCode)
+		}
+		msg := recvTimeout(t, subs[rank], 5*time.Second)
+		if seq := binary.BigEndian.Uint64(msg.Frames[1]); seq != 0 {
+			t.Errorf("rank %d's first batch has seq %d, want 0 (its own numbering)", rank, seq)
+		}
+		if batch := decodePayload(t, msg.Frames[2]); batch[2] != uint64(rank) {
+			t.Errorf("rank %d's batch says data_parallel_rank %#v", rank, batch[2])
+		}
+	}
+	// Rank 1's replay socket is on the replay port + 1 and holds its batch.
+	dealer := zmq4.NewDealer(ctx, zmq4.WithID(zmq4.SocketIdentity("replayer-1")))
+	defer dealer.Close()
+	if err := dealer.Dial(rankAddr(s.ReplayAddr(), 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := dealer.SendMulti(zmq4.NewMsgFrom(nil, binary.BigEndian.AppendUint64(nil, 0))); err != nil {
+		t.Fatal(err)
+	}
+	if msg := recvTimeout(t, dealer, 5*time.Second); len(msg.Frames) != 3 || decodePayload(t, msg.Frames[2])[2] != uint64(1) {
+		t.Errorf("rank 1's replay: %q", msg.Frames)
+	}
+	// A rank the engine does not have is the client's error.
+	req, _ := http.NewRequest(http.MethodPost, s.url("/v1/completions"), strings.NewReader(`{"prompt":[1,2],"max_tokens":1}`))
+	req.Header.Set("X-data-parallel-rank", "2")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Errorf("rank 2 of 2: status %d, want 400", resp.StatusCode)
 	}
 }

@@ -136,7 +136,7 @@ func New(cfg Config, eng *mocker.Engine) (*Server, error) {
 	}
 	s.metrics = m
 	if cfg.KVEvents.enabled() {
-		s.kv = newPublisher(cfg.KVEvents, cfg.BlockSize, cfg.Logger)
+		s.kv = newPublisher(cfg.KVEvents, cfg.BlockSize, len(eng.KVEventSources()), cfg.Logger)
 		eng.SetEventPublisher(s.kv)
 	}
 	s.handler = s.routes(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -180,26 +180,26 @@ func (s *Server) HTTPAddr() string {
 	return s.ln.Addr().String()
 }
 
-// KVEventsAddr is the PUB socket's host:port ("" before Listen or when
-// KV events are off).
+// KVEventsAddr is rank 0's PUB socket's host:port ("" before Listen or
+// when KV events are off); rank r's is on its port + r.
 func (s *Server) KVEventsAddr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.kv == nil || s.ln == nil {
 		return ""
 	}
-	return addr(s.kv.pub)
+	return s.kv.pubAddr()
 }
 
-// ReplayAddr is the replay ROUTER socket's host:port ("" before Listen or
-// without replay).
+// ReplayAddr is rank 0's replay ROUTER socket's host:port ("" before
+// Listen or without replay); rank r's is on its port + r.
 func (s *Server) ReplayAddr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.kv == nil || s.ln == nil {
 		return ""
 	}
-	return addr(s.kv.router)
+	return s.kv.replayAddr()
 }
 
 // Run binds (unless Listen did), logs the addresses, serves HTTP (/health
@@ -225,12 +225,9 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	s.log.Info("mocker: vLLM API listening", "addr", s.HTTPAddr(), "model", s.cfg.Model)
 	pubCtx, stopPub := context.WithCancel(context.WithoutCancel(ctx))
 	if s.kv != nil {
-		wg.Go(func() { s.kv.publishLoop(pubCtx) })
-		if s.kv.router != nil {
-			wg.Go(s.kv.replayLoop)
-		}
+		wg.Go(func() { s.kv.run(pubCtx) })
 		s.log.Info("mocker: vLLM KV events publishing", "pub", s.KVEventsAddr(), "replay", s.ReplayAddr(),
-			"topic", s.cfg.KVEvents.Topic, "encoding", s.kv.cfg.Encoding)
+			"topic", s.cfg.KVEvents.Topic, "encoding", s.kv.ranks[0].cfg.Encoding, "dp_ranks", len(s.kv.ranks))
 	}
 	defer func() {
 		s.ready.Store(false)
@@ -282,6 +279,7 @@ func (s *Server) routes(metricsHandler http.Handler) http.Handler {
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.Handle("GET /metrics", metricsHandler)
 	mux.HandleFunc("POST /v1/completions", s.completions)
+	mux.HandleFunc("POST /inference/v1/generate", s.generate)
 	mux.HandleFunc("POST /tokenize", s.tokenize)
 	mux.HandleFunc("POST /detokenize", s.detokenize)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
