@@ -146,7 +146,9 @@ func TestStructuredOutputs(t *testing.T) {
 func TestStopStrings(t *testing.T) {
 	// Token id i decodes to the letter 'a' + i%26.
 	s := testServer(t, func(mc *mocker.Config, c *Config) {
-		mc.Script = func(*backend.Request, int) ([]uint32, bool) { return []uint32{7, 4, 11, 11, 14, 22, 14, 17, 11, 3}, true } // "helloworld"
+		mc.Script = func(*backend.Request, int) ([]uint32, bool) {
+			return []uint32{7, 4, 11, 11, 14, 22, 14, 17, 11, 3}, true
+		} // "helloworld"
 		c.Detokenize = func(ids []uint32, _ bool) (string, error) {
 			b := make([]byte, len(ids))
 			for i, id := range ids {
