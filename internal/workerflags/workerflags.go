@@ -79,6 +79,8 @@ Health checks (canary requests to an idle engine; a failing endpoint leaves rout
   DYN_CANARY_WAIT_TIME                seconds without output before a canary (10)
   DYN_HEALTH_CHECK_REQUEST_TIMEOUT    seconds to wait for a canary's first output (3)
   DYN_HEALTH_CHECK_PAYLOAD            canary request as JSON, or @file (default: the engine's)
+  DYN_HEALTH_CHECK_PROBE_INTERVAL     seconds between asks of an engine's own health (cmd/worker: its /health),
+                                      canaries on or off (5)
 `
 
 // Configs returns the worker and runtime configuration; it reports every
@@ -189,6 +191,7 @@ func canaryConfig(env func(string) string) (worker.CanaryConfig, error) {
 	}
 	c.WaitTime = seconds("DYN_CANARY_WAIT_TIME")
 	c.RequestTimeout = seconds("DYN_HEALTH_CHECK_REQUEST_TIMEOUT")
+	c.ProbeInterval = seconds("DYN_HEALTH_CHECK_PROBE_INTERVAL")
 	if v := env("DYN_HEALTH_CHECK_PAYLOAD"); v != "" {
 		req, err := payload(v)
 		if err != nil {

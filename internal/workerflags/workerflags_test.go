@@ -36,13 +36,13 @@ func TestHealthCheckVariables(t *testing.T) {
 	for _, payload := range []string{`{"token_ids": [9], "stop_conditions": {"max_tokens": 1}}`, "@" + file} {
 		w, err = configs(t, map[string]string{
 			"DYN_HEALTH_CHECK_ENABLED": "true", "DYN_CANARY_WAIT_TIME": "2.5",
-			"DYN_HEALTH_CHECK_REQUEST_TIMEOUT": "500ms", "DYN_HEALTH_CHECK_PAYLOAD": payload,
+			"DYN_HEALTH_CHECK_REQUEST_TIMEOUT": "500ms", "DYN_HEALTH_CHECK_PAYLOAD": payload, "DYN_HEALTH_CHECK_PROBE_INTERVAL": "0.25",
 		})
 		if err != nil {
 			t.Fatalf("payload %s: %v", payload, err)
 		}
 		c := w.Canary
-		if !c.Enabled || c.WaitTime != 2500*time.Millisecond || c.RequestTimeout != 500*time.Millisecond {
+		if !c.Enabled || c.WaitTime != 2500*time.Millisecond || c.RequestTimeout != 500*time.Millisecond || c.ProbeInterval != 250*time.Millisecond {
 			t.Errorf("canary config %+v", c)
 		}
 		if c.Payload == nil || !slices.Equal(c.Payload.TokenIDs, []uint32{9}) || c.Payload.MaxTokens(0) != 1 {
@@ -54,9 +54,9 @@ func TestHealthCheckVariables(t *testing.T) {
 func TestBadHealthCheckVariablesAreReportedTogether(t *testing.T) {
 	_, err := configs(t, map[string]string{
 		"DYN_HEALTH_CHECK_ENABLED": "maybe", "DYN_CANARY_WAIT_TIME": "-1",
-		"DYN_HEALTH_CHECK_REQUEST_TIMEOUT": "soon", "DYN_HEALTH_CHECK_PAYLOAD": `{"prompt": "1"}`,
+		"DYN_HEALTH_CHECK_REQUEST_TIMEOUT": "soon", "DYN_HEALTH_CHECK_PAYLOAD": `{"prompt": "1"}`, "DYN_HEALTH_CHECK_PROBE_INTERVAL": "often",
 	})
-	for _, want := range []string{"DYN_HEALTH_CHECK_ENABLED", "DYN_CANARY_WAIT_TIME", "DYN_HEALTH_CHECK_REQUEST_TIMEOUT", "no token_ids"} {
+	for _, want := range []string{"DYN_HEALTH_CHECK_ENABLED", "DYN_CANARY_WAIT_TIME", "DYN_HEALTH_CHECK_REQUEST_TIMEOUT", "no token_ids", "DYN_HEALTH_CHECK_PROBE_INTERVAL"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v, want it to name %s", err, want)
 		}

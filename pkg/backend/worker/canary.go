@@ -36,7 +36,9 @@ const setHealthyTimeout = 5 * time.Second
 // probed. While the endpoint is unhealthy a canary goes every wait time,
 // whatever the traffic, so that recovery is noticed. An engine that is a
 // backend.HealthProber is also asked every ProbeInterval, busy or idle
-// (probe.go); the endpoint is healthy while both verdicts are.
+// (probe.go), even with the canaries off (CanaryConfig.Enabled false: a
+// probe costs the engine nothing like a canary request does); the
+// endpoint is healthy while both verdicts are.
 type canary struct {
 	w       *server
 	ep      *runtime.Endpoint
@@ -136,6 +138,11 @@ func (c *canary) Run(ctx context.Context) {
 	}()
 	t := time.NewTimer(c.cfg.WaitTime)
 	defer t.Stop()
+	canaries := t.C
+	if !c.cfg.Enabled {
+		t.Stop()
+		canaries = nil // the engine's prober alone
+	}
 	var probes <-chan time.Time
 	if c.prober != nil {
 		tk := time.NewTicker(c.cfg.ProbeInterval)
@@ -147,11 +154,11 @@ func (c *canary) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-probes:
-			if c.probeEngine(ctx) {
+			if c.probeEngine(ctx) && canaries != nil {
 				t.Reset(0) // the engine is back: check it with a canary now
 			}
 			continue
-		case <-t.C:
+		case <-canaries:
 		}
 		if idle := c.idle(); c.healthy && idle < c.cfg.WaitTime {
 			t.Reset(c.cfg.WaitTime - idle)

@@ -108,3 +108,28 @@ func TestHealthProberIsAskedWhileBusy(t *testing.T) {
 		t.Errorf("%d canaries for a busy endpoint, want none", n)
 	}
 }
+
+// With the canaries off the engine's prober is still asked: a failing
+// engine leaves routing and /health says notready, it comes back when the
+// prober passes, and no canary is ever sent.
+func TestHealthProberRunsWithTheCanariesOff(t *testing.T) {
+	eng := &prober{}
+	r := newCanaryRig(t, eng, worker.CanaryConfig{WaitTime: 50 * time.Millisecond,
+		RequestTimeout: 300 * time.Millisecond, ProbeInterval: 50 * time.Millisecond}, false)
+	testenv.WaitFor(t, 10*time.Second, "probes", func() bool { return eng.probes.Load() >= 2 })
+	eng.sick.Store(true)
+	testenv.WaitFor(t, 10*time.Second, "/health to report the endpoint notready", func() bool {
+		code, state := r.health(t)
+		return code == http.StatusServiceUnavailable && state == "notready"
+	})
+	testenv.WaitFor(t, 10*time.Second, "the caller to drop the instance", func() bool { return len(r.client.InstanceIDs()) == 0 })
+	eng.sick.Store(false)
+	testenv.WaitFor(t, 10*time.Second, "/health to report ready after recovery", func() bool {
+		code, state := r.health(t)
+		return code == http.StatusOK && state == "ready"
+	})
+	testenv.WaitFor(t, 10*time.Second, "the caller to list the instance again", func() bool { return len(r.client.InstanceIDs()) == 1 })
+	if n := eng.canaryCount(); n != 0 {
+		t.Errorf("%d canaries sent with the canaries off, want none", n)
+	}
+}

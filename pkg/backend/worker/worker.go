@@ -106,8 +106,11 @@ type CanaryConfig struct {
 	// served model name when Model is empty.
 	Payload *backend.Request
 	// ProbeInterval is how often an engine that is a
-	// backend.HealthProber is asked whether it is healthy, busy or idle
-	// (default 5 s); each call is bounded by RequestTimeout.
+	// backend.HealthProber is asked whether it is healthy, busy or idle,
+	// with the canaries on or off (DYN_HEALTH_CHECK_PROBE_INTERVAL;
+	// default 5 s); each call is bounded by RequestTimeout. A failure takes
+	// the endpoint out of routing until a probe passes (and, with the
+	// canaries on, a canary).
 	ProbeInterval time.Duration
 }
 
@@ -208,7 +211,7 @@ type server struct {
 	cfg    Config
 	log    *slog.Logger
 	tracer trace.Tracer
-	canary *canary // nil unless Config.Canary.Enabled
+	canary *canary // nil unless Config.Canary.Enabled or the engine is a backend.HealthProber
 }
 
 func (w *server) run(ctx context.Context) (err error) {
@@ -266,7 +269,7 @@ func (w *server) run(ctx context.Context) (err error) {
 		}
 	}
 
-	if w.cfg.Canary.Enabled {
+	if _, prober := w.engine.(backend.HealthProber); w.cfg.Canary.Enabled || prober {
 		if w.canary, err = w.newCanary(ecfg); err != nil {
 			return err
 		}
