@@ -32,8 +32,6 @@ import (
 	"github.com/dynamo-go/dynamo/internal/workerflags"
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/bridge"
-	"github.com/dynamo-go/dynamo/pkg/kvblock"
-	"github.com/dynamo-go/dynamo/pkg/kvevents"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/telemetry"
@@ -48,41 +46,55 @@ type engineFlags struct {
 	engine        *string
 	url           *string
 	model         *string
+	vllmAPI       *string
 	startTimeout  *string
 	contextLength *int
 	kvBlockSize   *int
 	dpSize        *int
 	loadInterval  *string
-	kv            kvEventsConfig
-}
-
-// kvEventsConfig is where the engine publishes its KV events (ZeroMQ).
-type kvEventsConfig struct {
-	// Endpoint is the engine's publisher, tcp://host:port; "" for none.
-	Endpoint string
-	// ReplayEndpoint is the engine's replay (catch-up) socket; "" for none.
-	ReplayEndpoint string
-	// Topic filters the publisher's messages ("" for all).
-	Topic string
+	kvEndpoint    *string
+	kvReplay      *string
+	kvTopic       *string
 }
 
 func registerEngine(s *envflag.Set) *engineFlags {
 	env := func(name string) string { return "DYN_WORKER_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) }
 	f := &engineFlags{
-		set:           s,
-		engine:        s.String("engine", "", "engine dialect: vllm, sglang or llamacpp (required)", env("engine")),
-		url:           s.String("engine-url", "", "the engine server's base URL, e.g. http://127.0.0.1:8000 (required)", env("engine-url")),
-		model:         s.String("engine-model", "", "model name the engine must serve; a mismatch exits 1 (default: accept what it serves)", env("engine-model")),
+		set:    s,
+		engine: s.String("engine", "", "engine dialect: vllm, sglang or llamacpp (required)", env("engine")),
+		url:    s.String("engine-url", "", "the engine server's base URL, e.g. http://127.0.0.1:8000 (required)", env("engine-url")),
+		model: s.String("engine-model", "", "the name the engine serves the model by (vLLM --served-model-name, else the path or hub id it loaded); a mismatch exits 1 "+
+			"(default: --model-name or --model-path, either matching the engine's served name or model path, or by their last path element; '*' accepts any model)", env("engine-model")),
+		vllmAPI:       s.String("vllm-api", bridge.VLLMAPIAuto, "--engine vllm: auto (its token-in/token-out /inference/v1/generate when it streams there, probed at start, else /v1/completions with token ids), generate (required) or completions", env("vllm-api")),
 		startTimeout:  s.String("engine-start-timeout", bridge.DefaultStartTimeout.String(), "how long to wait for the engine's /health before exiting 1 (a Go duration; model loads take minutes)", env("engine-start-timeout")),
 		contextLength: s.Int("context-length", 0, "maximum prompt+output tokens (default: read from the engine)", env("context-length")),
 		kvBlockSize:   s.Int("kv-block-size", 0, "the engine's KV-cache block size (vLLM --block-size, SGLang --page-size), for KV-aware routing (0 unknown)", env("kv-block-size")),
 		dpSize:        s.Int("data-parallel-size", 1, "data-parallel ranks of the engine (KV events are published per rank)", env("data-parallel-size")),
 		loadInterval:  s.String("engine-metrics-interval", bridge.DefaultLoadInterval.String(), "how often the engine's Prometheus /metrics is read for the load published to KV-aware routers (a Go duration; 0 off; llama.cpp needs --metrics)", env("engine-metrics-interval")),
 	}
-	s.FlagSet().StringVar(&f.kv.Endpoint, "kv-events-endpoint", "", "the engine's ZeroMQ KV-event publisher, tcp://host:port (vLLM/SGLang --kv-events-config endpoint), for KV-aware routing; needs --kv-block-size")
-	s.FlagSet().StringVar(&f.kv.ReplayEndpoint, "kv-events-replay-endpoint", "", "the engine's KV-event replay socket, tcp://host:port: missed events are fetched from it (\"\" for none: a gap is logged and counted)")
-	s.FlagSet().StringVar(&f.kv.Topic, "kv-events-topic", "", "topic of the engine's KV events (\"\" for all)")
+	f.kvEndpoint = s.String("kv-events-endpoint", "", "the engine's ZeroMQ KV-event publisher, tcp://host:port (vLLM/SGLang --kv-events-config endpoint), for KV-aware routing; "+
+		"with --data-parallel-size N, rank r publishes on port+r (as vLLM and SGLang do); needs --kv-block-size", env("kv-events-endpoint"))
+	f.kvReplay = s.String("kv-events-replay-endpoint", "", "the engine's KV-event replay socket, tcp://host:port (rank r: port+r): missed events are fetched from it (\"\" for none: a gap is logged and counted)", env("kv-events-replay-endpoint"))
+	f.kvTopic = s.String("kv-events-topic", "", "topic of the engine's KV events (\"\" for all)", env("kv-events-topic"))
 	return f
+}
+
+// models returns the names the engine must serve the model by:
+// --engine-model, else --model-name and --model-path; none for '*'.
+func (f *engineFlags) models(w worker.Config) []string {
+	switch *f.model {
+	case "*":
+		return nil
+	case "":
+		var names []string
+		for _, n := range []string{w.ModelName, w.ModelPath} {
+			if n != "" {
+				names = append(names, n)
+			}
+		}
+		return names
+	}
+	return []string{*f.model}
 }
 
 // config folds the flags into a bridge.Config (without Logger and
@@ -110,7 +122,15 @@ func (f *engineFlags) config() (bridge.Config, error) {
 	if *f.dpSize < 1 {
 		errs = append(errs, fmt.Errorf("--data-parallel-size %d: want at least 1", *f.dpSize))
 	}
-	cfg := bridge.Config{Dialect: *f.engine, URL: *f.url, Model: *f.model, ContextLength: *f.contextLength,
+	switch *f.vllmAPI {
+	case bridge.VLLMAPIAuto, bridge.VLLMAPIGenerate, bridge.VLLMAPICompletions:
+		if *f.vllmAPI != bridge.VLLMAPIAuto && *f.engine != bridge.DialectVLLM {
+			errs = append(errs, fmt.Errorf("--vllm-api %s needs --engine vllm", *f.vllmAPI))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--vllm-api %q: want auto, generate or completions", *f.vllmAPI))
+	}
+	cfg := bridge.Config{Dialect: *f.engine, URL: *f.url, VLLMAPI: *f.vllmAPI, ContextLength: *f.contextLength,
 		KVBlockSize: *f.kvBlockSize, StartTimeout: d, DataParallelSize: *f.dpSize, LoadInterval: li}
 	if err := errors.Join(errs...); err != nil {
 		return cfg, err
@@ -119,32 +139,6 @@ func (f *engineFlags) config() (bridge.Config, error) {
 		return cfg, err
 	}
 	return cfg, nil
-}
-
-// newKVEventSource returns the bridge's Config.KVEvents for the
-// --kv-events-* flags: a ZeroMQ subscriber of the engine's KV events
-// (pkg/kvevents), or nil when no endpoint is given. The events' token ids
-// are cut into blocks of --kv-block-size, which it therefore needs.
-func newKVEventSource(cfg kvEventsConfig, blockSize int, reg prometheus.Registerer, log *slog.Logger) (func(ctx context.Context, emit func(rank int, ev kvblock.KVCacheEvent)) error, error) {
-	if cfg.Endpoint == "" {
-		if cfg.ReplayEndpoint != "" {
-			return nil, errors.New("--kv-events-replay-endpoint needs --kv-events-endpoint")
-		}
-		return nil, nil
-	}
-	if blockSize <= 0 {
-		return nil, fmt.Errorf("--kv-events-endpoint %q needs --kv-block-size (the engine's block size: vLLM --block-size, SGLang --page-size)", cfg.Endpoint)
-	}
-	met, err := kvevents.NewMetrics(reg)
-	if err != nil {
-		return nil, err
-	}
-	sub, err := kvevents.New(kvevents.Config{Endpoint: cfg.Endpoint, ReplayEndpoint: cfg.ReplayEndpoint, Topic: cfg.Topic,
-		BlockSize: blockSize, Logger: log, Metrics: met})
-	if err != nil {
-		return nil, fmt.Errorf("--kv-events-endpoint: %w", err)
-	}
-	return sub.Run, nil
 }
 
 // run returns the exit code: 0 after a clean shutdown, 1 when the worker
@@ -180,6 +174,11 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	}
 	wcfg, rcfg, werr := wf.Configs()
 	bcfg, berr := ef.config()
+	bcfg.Models = ef.models(wcfg)
+	if m := wcfg.DisaggregationMode; m != worker.ModeAggregated {
+		werr = errors.Join(werr, fmt.Errorf("--disaggregation-mode %s (or --is-%s-worker): cmd/worker serves aggregated engines only; "+
+			"disaggregated serving through an engine's KV connector is not implemented (docs/engines.md)", m, m))
+	}
 	proc, perr := pf.processing(*ef.engine)
 	wcfg.Processing, bcfg.EngineText = proc, proc.Postprocessing == modelcard.ProcessingEngine
 	if err := errors.Join(werr, berr, perr); err != nil {
@@ -188,7 +187,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	}
 	log := obsflags.Logger(stderr, env)
 	reg := prometheus.NewRegistry()
-	kv, err := newKVEventSource(ef.kv, bcfg.KVBlockSize, reg, log)
+	kv, err := newKVEventSource(ef.kvEvents(), bcfg.KVBlockSize, reg, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "worker:", err)
 		return 2
@@ -214,6 +213,9 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	}()
 	wcfg.TracerProvider = tp.TracerProvider()
 	if err := runWorker(ctx, rcfg, wcfg, bcfg, reg, log); err != nil {
+		if errors.Is(err, bridge.ErrModelMismatch) {
+			err = fmt.Errorf("%w (--engine-model NAME: the name the engine serves it by; '*': accept any)", err)
+		}
 		fmt.Fprintln(stderr, "worker:", err)
 		return 1
 	}

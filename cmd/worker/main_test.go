@@ -52,6 +52,11 @@ func TestBadFlagsExitTwoWithAReason(t *testing.T) {
 		{append([]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1", "--kv-events-endpoint", "tcp://127.0.0.1:5557"}, model...), "needs --kv-block-size"},
 		{append([]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1", "--kv-events-replay-endpoint", "tcp://127.0.0.1:5558"}, model...), "needs --kv-events-endpoint"},
 		{[]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1"}, "--model-path is required"},
+		{append([]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1", "--disaggregation-mode", "prefill"}, model...), "serves aggregated engines only"},
+		{append([]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1", "--is-decode-worker"}, model...), "serves aggregated engines only"},
+		{append([]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1", "--vllm-api", "chat"}, model...), `--vllm-api "chat"`},
+		{append([]string{"--engine", "sglang", "--engine-url", "http://127.0.0.1:1", "--vllm-api", "generate"}, model...), "needs --engine vllm"},
+		{append([]string{"--engine", "vllm", "--engine-url", "http://127.0.0.1:1", "--kv-events-endpoint", "ipc:///tmp/kv", "--kv-block-size", "16", "--data-parallel-size", "2"}, model...), "tcp://host:port"},
 	} {
 		cmd := workerCmd(memEnv, tc.args...)
 		var stderr bytes.Buffer
@@ -61,6 +66,14 @@ func TestBadFlagsExitTwoWithAReason(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("worker %v: %v, stderr %q; want exit 2 mentioning %q", tc.args, err, stderr.String(), tc.want)
 		}
+	}
+	// The KV-event flags have their variables like every engine flag.
+	cmd := workerCmd(append(memEnv, "DYN_WORKER_KV_EVENTS_ENDPOINT=tcp://127.0.0.1:5557"), "--engine", "vllm", "--engine-url", "http://127.0.0.1:1", "--model-path", "../../models/demo")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	var exit *exec.ExitError
+	if err := cmd.Run(); !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr.String(), "needs --kv-block-size") {
+		t.Errorf("DYN_WORKER_KV_EVENTS_ENDPOINT without a block size: %v, stderr %q", err, stderr.String())
 	}
 }
 
@@ -73,7 +86,8 @@ func TestHelpListsFlags(t *testing.T) {
 	}
 	for _, want := range []string{"-engine ", "-engine-url", "-engine-start-timeout", "10m0s", "-engine-model", "-context-length",
 		"-kv-block-size", "-kv-events-endpoint", "-kv-events-replay-endpoint", "-kv-events-topic", "-model-path", "-model-name",
-		"-endpoint", "-migration-limit", "-dyn-tool-call-parser", "-discovery-backend", "DYN_WORKER_"} {
+		"-endpoint", "-migration-limit", "-dyn-tool-call-parser", "-discovery-backend", "DYN_WORKER_", "-vllm-api",
+		"DYN_WORKER_KV_EVENTS_ENDPOINT", "DYN_WORKER_KV_EVENTS_REPLAY_ENDPOINT", "DYN_WORKER_KV_EVENTS_TOPIC"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}
@@ -116,8 +130,7 @@ func TestServesAVLLMEngine(t *testing.T) {
 	srv := bridgetest.New("vllm", bridgetest.Options{Model: "demo", Unhealthy: 2})
 	defer srv.Close()
 	var logs testenv.Buffer
-	cmd := workerCmd(append(memEnv, "DYN_LOG=info"), "--engine", "vllm", "--engine-url", srv.URL,
-		"--engine-model", "demo", "--model-path", "../../models/demo")
+	cmd := workerCmd(append(memEnv, "DYN_LOG=info"), "--engine", "vllm", "--engine-url", srv.URL, "--model-path", "../../models/demo")
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -136,5 +149,53 @@ func TestServesAVLLMEngine(t *testing.T) {
 	})
 	if srv.HealthCalls() < 3 || !strings.Contains(logs.String(), "context_length=4096") {
 		t.Errorf("health calls %d; want the wait through two 503s and the engine's context length in the log", srv.HealthCalls())
+	}
+}
+
+// An engine that serves another model than the worker's (--model-path,
+// --model-name): exit 1 with one line naming both, unless --engine-model
+// names the engine's model or '*' accepts any.
+func TestEngineServingAnotherModelExitsOne(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	srv := bridgetest.New("vllm", bridgetest.Options{Model: "org/other-model"})
+	defer srv.Close()
+	for _, extra := range [][]string{nil, {"--model-name", "demo-chat"}} {
+		cmd := workerCmd(append(memEnv, "DYN_LOG=error"), append([]string{"--engine", "vllm", "--engine-url", srv.URL,
+			"--model-path", "../../models/demo"}, extra...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		out := stderr.String()
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, `serves "org/other-model"`) ||
+			!strings.Contains(out, `"../../models/demo"`) || !strings.Contains(out, "--engine-model") {
+			t.Errorf("worker %v: %v, stderr %q; want exit 1 naming both models", extra, err, out)
+		}
+		if lines := strings.Count(strings.TrimSpace(out), "\n"); lines != 0 {
+			t.Errorf("worker %v: %d lines on stderr, want one: %q", extra, lines+1, out)
+		}
+	}
+	for _, name := range []string{"org/other-model", "*"} {
+		var logs testenv.Buffer
+		cmd := workerCmd(append(memEnv, "DYN_LOG=info"), "--engine", "vllm", "--engine-url", srv.URL,
+			"--model-path", "../../models/demo", "--engine-model", name)
+		cmd.Stderr = &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		testenv.WaitFor(t, 30*time.Second, "the worker to serve", func() bool {
+			select {
+			case err := <-exited:
+				t.Fatalf("--engine-model %s: the worker exited: %v\n%s", name, err, logs.String())
+			default:
+			}
+			return strings.Contains(logs.String(), "worker: serving")
+		})
+		_ = cmd.Process.Kill()
+		<-exited
 	}
 }

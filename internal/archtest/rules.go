@@ -28,7 +28,7 @@ var Allowed = map[string][]string{
 	"pkg/backend/worker":         {"pkg/backend", "pkg/runtime", "pkg/kvblock", "pkg/modelcard", "pkg/hfhub", "pkg/telemetry"},
 	"pkg/mocker":                 {"pkg/backend", "pkg/runtime", "pkg/kvblock", "pkg/telemetry"},
 	"pkg/kvevents":               {"pkg/kvblock", "pkg/telemetry"},
-	"pkg/bridge":                 {"pkg/backend", "pkg/kvblock", "pkg/telemetry"},
+	"pkg/bridge":                 {"pkg/backend", "pkg/runtime", "pkg/kvblock", "pkg/telemetry"},
 	"pkg/mocker/vllmapi":         {"pkg/mocker", "pkg/backend", "pkg/kvblock", "pkg/runtime", "pkg/telemetry"},
 	"pkg/router":                 {"pkg/runtime", "pkg/backend", "pkg/kvblock", "pkg/telemetry"},
 	"pkg/migration":              {"pkg/runtime", "pkg/backend", "pkg/telemetry"},

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -46,9 +47,17 @@ type Config struct {
 	Dialect string
 	// URL is the engine server's base URL, e.g. http://127.0.0.1:8000.
 	URL string
-	// Model is the model the engine must serve; "" accepts what it
-	// serves. A mismatch fails Start with ErrModelMismatch.
-	Model string
+	// Models are the names the worker serves the model by (cmd/worker:
+	// --engine-model, else --model-name and --model-path): the engine
+	// must serve one of them, under its served name or its model path,
+	// exactly or by a path's last element (/models/Qwen3-0.6B serves
+	// Qwen3-0.6B and org/Qwen3-0.6B). Empty accepts what it serves. A
+	// mismatch fails Start with ErrModelMismatch.
+	Models []string
+	// VLLMAPI is how a vLLM engine is driven: VLLMAPIAuto (""), its
+	// token-in/token-out endpoint when it streams it, else completions;
+	// VLLMAPIGenerate; VLLMAPICompletions. Other dialects ignore it.
+	VLLMAPI string
 	// EngineText asks the engine for its own detokenized text: every
 	// output carries it in Output.Text, beside the token ids (the card's
 	// postprocessing "engine"): vLLM's and SGLang's text, llama.cpp's
@@ -132,6 +141,8 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("%w: start timeout %v must not be negative", ErrInvalidConfig, cfg.StartTimeout)
 	case cfg.LoadInterval < 0:
 		return nil, fmt.Errorf("%w: load interval %v must not be negative", ErrInvalidConfig, cfg.LoadInterval)
+	case cfg.VLLMAPI != "" && cfg.VLLMAPI != VLLMAPIAuto && cfg.VLLMAPI != VLLMAPIGenerate && cfg.VLLMAPI != VLLMAPICompletions:
+		return nil, fmt.Errorf("%w: vLLM API %q: want %s, %s or %s", ErrInvalidConfig, cfg.VLLMAPI, VLLMAPIAuto, VLLMAPIGenerate, VLLMAPICompletions)
 	case cfg.DataParallelSize < 0:
 		return nil, fmt.Errorf("%w: data-parallel size %d must not be negative", ErrInvalidConfig, cfg.DataParallelSize)
 	}
@@ -206,14 +217,20 @@ func (e *Engine) Start(ctx context.Context, workerID uint64) (backend.Config, er
 	if len(info.models) == 0 {
 		return backend.Config{}, fmt.Errorf("bridge: %s engine at %s reports no served model", e.cfg.Dialect, e.base)
 	}
-	info.served = info.models[0]
-	if want := e.cfg.Model; want != "" {
-		if !matches(info.models, want) {
-			return backend.Config{}, fmt.Errorf("%w: the %s engine at %s serves %q, not %q: start it with that model or pass the model it serves",
-				ErrModelMismatch, e.cfg.Dialect, e.base, strings.Join(info.models, `" / "`), want)
+	served, ok := pickModel(info.models, e.cfg.Models)
+	if !ok {
+		var serves []string
+		for _, m := range info.models {
+			s := strconv.Quote(m.id)
+			if len(m.aliases) > 0 {
+				s += " (" + quoted(m.aliases, ", ") + ")"
+			}
+			serves = append(serves, s)
 		}
-		info.served = want
+		return backend.Config{}, fmt.Errorf("%w: the %s engine at %s serves %s, not %s: start it with that model, or give the name it serves",
+			ErrModelMismatch, e.cfg.Dialect, e.base, strings.Join(serves, ", "), quoted(e.cfg.Models, " or "))
 	}
+	info.served = served
 	if e.cfg.ContextLength > 0 {
 		info.contextLength = e.cfg.ContextLength
 	}
@@ -243,16 +260,36 @@ func (e *Engine) Start(ctx context.Context, workerID uint64) (backend.Config, er
 	}, nil
 }
 
-// matches reports whether the engine's names include want (a path's last
-// element counts: /models/Qwen3-0.6B serves Qwen3-0.6B and org/Qwen3-0.6B).
-func matches(names []string, want string) bool {
-	base := func(s string) string { return s[strings.LastIndex(strings.TrimRight(s, "/"), "/")+1:] }
-	for _, n := range names {
-		if n == want || strings.TrimRight(base(n), "/") == base(want) {
-			return true
+// quoted quotes each of names and joins them with sep.
+func quoted(names []string, sep string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, sep)
+}
+
+// pickModel returns the id of the first served model that one of want
+// names (any of its names equal to a wanted one, or their paths' last
+// elements equal), or the first model's id when want is empty.
+func pickModel(models []servedModel, want []string) (string, bool) {
+	if len(want) == 0 {
+		return models[0].id, true
+	}
+	base := func(s string) string {
+		s = strings.TrimRight(s, "/")
+		return s[strings.LastIndex(s, "/")+1:]
+	}
+	for _, m := range models {
+		for _, n := range m.names() {
+			for _, w := range want {
+				if w != "" && (n == w || base(n) == base(w)) {
+					return m.id, true
+				}
+			}
 		}
 	}
-	return false
+	return "", false
 }
 
 // startKVEvents runs Config.KVEvents until ctx ends (Cleanup); e.bg

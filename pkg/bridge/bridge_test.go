@@ -14,9 +14,32 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/bridge"
 	"github.com/dynamo-go/dynamo/pkg/bridge/bridgetest"
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
 var dialects = []string{bridge.DialectVLLM, bridge.DialectSGLang, bridge.DialectLlamaCpp}
+
+// variant is one engine API the bridge drives: a dialect, and for vLLM
+// which of its endpoints (the fake serves /inference/v1/generate when
+// asked, which the bridge then uses).
+type variant struct {
+	name    string
+	dialect string
+	opts    bridgetest.Options
+}
+
+var variants = []variant{
+	{"vllm", bridge.DialectVLLM, bridgetest.Options{}},
+	{"vllm-generate", bridge.DialectVLLM, bridgetest.Options{VLLMGenerate: true}},
+	{"sglang", bridge.DialectSGLang, bridgetest.Options{}},
+	{"llamacpp", bridge.DialectLlamaCpp, bridgetest.Options{}},
+}
+
+// with returns v with opts' non-zero fields on top of its own.
+func (v variant) with(o bridgetest.Options) bridgetest.Options {
+	o.VLLMGenerate = v.opts.VLLMGenerate
+	return o
+}
 
 func newEngine(t *testing.T, cfg bridge.Config) *bridge.Engine {
 	t.Helper()
@@ -57,9 +80,10 @@ func ids(outs []*backend.Output) []uint32 {
 // The conformance kit passes against each dialect's fake server, with a
 // KV-event source.
 func TestConformance(t *testing.T) {
-	for _, d := range dialects {
-		t.Run(d, func(t *testing.T) {
-			srv := bridgetest.New(d, bridgetest.Options{TokenDelay: 200 * time.Microsecond})
+	for _, v := range variants {
+		d := v.dialect
+		t.Run(v.name, func(t *testing.T) {
+			srv := bridgetest.New(d, v.with(bridgetest.Options{TokenDelay: 200 * time.Microsecond}))
 			defer srv.Close()
 			backendtest.Run(t, func(t *testing.T) backend.Engine {
 				e, err := bridge.New(bridge.Config{Dialect: d, URL: srv.URL, StartTimeout: 5 * time.Second,
@@ -78,9 +102,9 @@ func TestConformance(t *testing.T) {
 }
 
 func TestStreamsTokensFinishAndUsage(t *testing.T) {
-	for _, d := range dialects {
-		t.Run(d, func(t *testing.T) {
-			e, _ := started(t, d, bridgetest.Options{})
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			e, _ := started(t, v.dialect, v.opts)
 			outs, err := collect(t, e, t.Context(), &backend.Request{TokenIDs: []uint32{1, 2, 3}, StopConditions: backend.StopConditions{MaxTokens: backend.Ptr[uint32](4)}})
 			if err != nil {
 				t.Fatal(err)
@@ -234,9 +258,9 @@ func TestEngineErrorsAreTyped(t *testing.T) {
 // A stream that breaks mid-answer is ErrStreamIncomplete, which the
 // migration stage re-issues.
 func TestBrokenStreamIsIncomplete(t *testing.T) {
-	for _, d := range dialects {
-		t.Run(d, func(t *testing.T) {
-			e, _ := started(t, d, bridgetest.Options{BreakAfter: 3})
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			e, _ := started(t, v.dialect, v.with(bridgetest.Options{BreakAfter: 3}))
 			outs, err := collect(t, e, t.Context(), &backend.Request{TokenIDs: []uint32{1}, StopConditions: backend.StopConditions{MaxTokens: backend.Ptr[uint32](10)}})
 			if !errors.Is(err, backend.ErrStreamIncomplete) {
 				t.Fatalf("err %v after %d outputs, want ErrStreamIncomplete", err, len(outs))
@@ -251,9 +275,9 @@ func TestBrokenStreamIsIncomplete(t *testing.T) {
 // A stop reaches the engine (it sees the disconnect) within 2 s, and the
 // stream ends with FinishCancelled.
 func TestStopAbortsTheEngineRequest(t *testing.T) {
-	for _, d := range dialects {
-		t.Run(d, func(t *testing.T) {
-			e, srv := started(t, d, bridgetest.Options{TokenDelay: 5 * time.Millisecond})
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			e, srv := started(t, v.dialect, v.with(bridgetest.Options{TokenDelay: 5 * time.Millisecond}))
 			ctx, cancel := context.WithCancel(t.Context())
 			done := make(chan error, 1)
 			first := make(chan struct{})
@@ -317,15 +341,15 @@ func TestStartGivesUpOnAnEngineThatNeverAnswers(t *testing.T) {
 func TestModelMismatch(t *testing.T) {
 	for _, d := range dialects {
 		srv := bridgetest.New(d, bridgetest.Options{Model: "org/served"})
-		e := newEngine(t, bridge.Config{Dialect: d, URL: srv.URL, Model: "other"})
+		e := newEngine(t, bridge.Config{Dialect: d, URL: srv.URL, Models: []string{"other", "org/other"}})
 		_, err := e.Start(t.Context(), 1)
 		if !errors.Is(err, bridge.ErrModelMismatch) || !strings.Contains(err.Error(), "served") || !strings.Contains(err.Error(), `"other"`) {
 			t.Errorf("%s: %v", d, err)
 		}
 		_ = e.Cleanup(context.Background())
-		e = newEngine(t, bridge.Config{Dialect: d, URL: srv.URL, Model: "served"})
-		if cfg, err := e.Start(t.Context(), 1); err != nil || cfg.Model != "served" {
-			t.Errorf("%s: the model's base name: %+v %v", d, cfg, err)
+		e = newEngine(t, bridge.Config{Dialect: d, URL: srv.URL, Models: []string{"nope", "served"}})
+		if cfg, err := e.Start(t.Context(), 1); err != nil || cfg.Model != "org/served" {
+			t.Errorf("%s: the model's base name: %+v %v; want the engine's name for it", d, cfg, err)
 		}
 		_ = e.Cleanup(context.Background())
 		srv.Close()
@@ -337,5 +361,55 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		if _, err := bridge.New(cfg); !errors.Is(err, bridge.ErrInvalidConfig) {
 			t.Errorf("%+v: %v", cfg, err)
 		}
+	}
+}
+
+// A graceful stop mid-stream (the frontend's stop, not a kill): the
+// engine sees its request end within 2 s, and the stream ends with one
+// FinishCancelled output carrying the usage of the tokens streamed, and
+// no error.
+func TestGracefulStopMidStream(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			e, srv := started(t, v.dialect, v.with(bridgetest.Options{TokenDelay: 5 * time.Millisecond}))
+			rc := runtime.NewContext(t.Context(), "stop-"+v.name)
+			defer rc.Release()
+			var outs []*backend.Output
+			done := make(chan error, 1)
+			go func() {
+				done <- e.Generate(rc, &backend.Request{TokenIDs: []uint32{1}, StopConditions: backend.StopConditions{MaxTokens: backend.Ptr[uint32](100000)}},
+					func(o *backend.Output) error {
+						if outs = append(outs, o); len(outs) == 1 {
+							rc.StopGenerating()
+						}
+						return nil
+					})
+			}()
+			select {
+			case <-srv.Aborted():
+			case <-time.After(2 * time.Second):
+				t.Fatal("the engine did not see the request end within 2 s of the stop")
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("stopped Generate: %v, want a clean end", err)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatal("Generate did not return within 2 s of the stop")
+			}
+			last := outs[len(outs)-1]
+			if last.FinishReason == nil || last.FinishReason.Kind != backend.FinishCancelled {
+				t.Fatalf("last output %+v, want FinishCancelled", last)
+			}
+			for _, o := range outs[:len(outs)-1] {
+				if o.FinishReason != nil {
+					t.Errorf("a terminal output before the last: %+v", o)
+				}
+			}
+			if u := last.CompletionUsage; u == nil || u.CompletionTokens != len(ids(outs)) {
+				t.Errorf("usage %+v, want %d completion tokens", u, len(ids(outs)))
+			}
+		})
 	}
 }

@@ -1,9 +1,10 @@
 // Package bridge is a backend.Engine that drives a real inference engine's
-// HTTP server with token ids: vLLM (POST /v1/completions with a token-id
-// prompt and return_token_ids), SGLang (POST /generate with input_ids) or
-// llama.cpp (POST /completion with a token-array prompt and
-// return_tokens). The frontend tokenizes and detokenizes; the bridge
-// sends token ids and streams token ids back.
+// HTTP server with token ids: vLLM (POST /inference/v1/generate, its
+// token-in/token-out endpoint, when Start's probe shows it streams there,
+// else POST /v1/completions with a token-id prompt and return_token_ids),
+// SGLang (POST /generate with input_ids) or llama.cpp (POST /completion
+// with a token-array prompt and return_tokens). The frontend tokenizes and
+// detokenizes; the bridge sends token ids and streams token ids back.
 //
 // Native processing (docs/engines.md, "Processing modes"): the Engine is a
 // backend.ChatTokenizer, whose TokenizeChat renders and tokenizes a
@@ -13,7 +14,8 @@
 //
 // Lifecycle: New checks the Config and starts nothing. Start waits until
 // the engine's /health answers (bounded by Config.StartTimeout), checks
-// the model it serves and reads its context length, and runs the KV-event
+// the model it serves (one of Config.Models) and reads its context
+// length, chooses vLLM's endpoint (Config.VLLMAPI), and runs the KV-event
 // source (Config.KVEvents) and the load poller (Config.LoadInterval: the
 // engine's Prometheus /metrics, published as kvblock.LoadEvent per rank)
 // in goroutines the Engine owns. Generate may be called concurrently,
@@ -27,8 +29,9 @@
 // with a FinishCancelled output; a killed one returns the context's cause.
 //
 // Errors: what a dialect cannot express (n > 1 on llama.cpp, a regex on
-// llama.cpp, ...) is refused before anything is sent, with an error
-// wrapping backend.ErrInvalidArgument; so is an HTTP 4xx from the engine
+// llama.cpp, two guided kinds at once, multimodal data, ...) is refused
+// before anything is sent, with an error wrapping
+// backend.ErrInvalidArgument (refuse.go; docs/engines.md has the table); so is an HTTP 4xx from the engine
 // (with the engine's message). An engine that cannot be reached gives
 // backend.ErrCannotConnect; a stream that breaks before its end gives
 // backend.ErrStreamIncomplete, which the frontend's migration stage treats

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"sync"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
@@ -12,24 +13,46 @@ import (
 
 // engineInfo is what Start learned of the engine.
 type engineInfo struct {
-	models        []string // the names it serves, the main one first
-	served        string   // the name requests carry
-	contextLength int      // 0 unknown
+	models        []servedModel // what it serves, the main model first
+	served        string        // the name requests carry (a models id)
+	contextLength int           // 0 unknown
+	// generate: the vLLM engine streams its token-in/token-out endpoint
+	// (/inference/v1/generate), used unless a request needs completions.
+	generate bool
 	// text asks for the engine's text on the outputs (Config.EngineText).
 	text bool
+}
+
+// servedModel is one model an engine serves: the name requests carry, and
+// the other names it is known by (the model path it was loaded from).
+type servedModel struct {
+	id      string
+	aliases []string
+}
+
+// names returns the model's id and aliases.
+func (m servedModel) names() []string { return append([]string{m.id}, m.aliases...) }
+
+// engineCall is one engine request: its path, JSON body and headers.
+type engineCall struct {
+	path   string
+	body   any
+	header http.Header
 }
 
 // dialect is one engine's HTTP API.
 type dialect interface {
 	// health returns nil when the engine is ready to serve, else why not.
 	health(ctx context.Context, e *Engine) error
-	// info reads the served model names and the context length.
+	// info reads the served models and the context length, and what the
+	// engine's API offers.
 	info(ctx context.Context, e *Engine) (engineInfo, error)
-	// request builds the engine request for req: its path and JSON body.
-	// What the engine cannot do is an error wrapping ErrInvalidArgument.
-	request(req *backend.Request, info engineInfo) (path string, body any, err error)
-	// decoder returns the decoder of one request's streamed answer.
-	decoder(req *backend.Request, info engineInfo) streamDecoder
+	// request builds the engine request for req. What the engine cannot
+	// do is an error wrapping ErrInvalidArgument.
+	request(req *backend.Request, info engineInfo) (engineCall, error)
+	// decoder returns the decoder of one request's streamed answer, sent
+	// as call.
+	decoder(req *backend.Request, info engineInfo, call engineCall) streamDecoder
 }
 
 // streamDecoder turns one engine stream into backend outputs.
@@ -61,11 +84,14 @@ func (e *Engine) Generate(ctx context.Context, req *backend.Request, emit func(*
 		return fmt.Errorf("bridge: %w: empty token_ids", backend.ErrInvalidArgument)
 	}
 	info.text = e.cfg.EngineText
-	path, body, err := e.d.request(req, info)
+	if err := refuseCommon(e.cfg.Dialect, req); err != nil {
+		return err
+	}
+	call, err := e.d.request(req, info)
 	if err != nil {
 		return err
 	}
-	dec := e.d.decoder(req, info)
+	dec := e.d.decoder(req, info, call)
 	emitAll := func(outs []*backend.Output) error {
 		for _, o := range outs {
 			if err := emit(o); err != nil {
@@ -106,7 +132,7 @@ func (e *Engine) Generate(ctx context.Context, req *backend.Request, emit func(*
 		return false, nil
 	}
 
-	resp, err := e.post(hctx, path, body)
+	resp, err := e.post(hctx, call.path, call.body, call.header)
 	if err != nil {
 		if ok, ierr := interrupted(); ok {
 			return ierr

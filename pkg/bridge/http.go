@@ -18,9 +18,10 @@ import (
 // maxErrorBody bounds what is read of an error answer.
 const maxErrorBody = 64 << 10
 
-// post sends body as JSON to path and returns a 200 response; any other
-// status is an error typed by statusError.
-func (e *Engine) post(ctx context.Context, path string, body any) (*http.Response, error) {
+// post sends body as JSON to path, with header's fields besides the JSON
+// ones, and returns a 200 response; any other status is an error typed by
+// statusError.
+func (e *Engine) post(ctx context.Context, path string, body any, header http.Header) (*http.Response, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("bridge: encode the %s request: %w", e.cfg.Dialect, err)
@@ -28,6 +29,9 @@ func (e *Engine) post(ctx context.Context, path string, body any) (*http.Respons
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, e.base+path, bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("bridge: %w", err)
+	}
+	for k, v := range header {
+		hreq.Header[k] = v
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "text/event-stream")
@@ -236,43 +240,4 @@ func (s *sseReader) next() (field string, data []byte, err error) {
 			return "", nil, err
 		}
 	}
-}
-
-// guided is sampling_options.guided_decoding as the frontend sends it.
-type guided struct {
-	JSON              json.RawMessage `json:"json,omitempty"`
-	Regex             string          `json:"regex,omitempty"`
-	Choice            []string        `json:"choice,omitempty"`
-	Grammar           string          `json:"grammar,omitempty"`
-	Backend           string          `json:"backend,omitempty"`
-	WhitespacePattern string          `json:"whitespace_pattern,omitempty"`
-	StructuralTag     json.RawMessage `json:"structural_tag,omitempty"`
-}
-
-// guidedOf decodes the request's guided decoding; nil for none.
-func guidedOf(req *backend.Request) (*guided, error) {
-	raw := req.SamplingOptions.GuidedDecoding
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var g guided
-	if err := json.Unmarshal(raw, &g); err != nil {
-		return nil, fmt.Errorf("bridge: %w: guided_decoding: %v", backend.ErrInvalidArgument, err)
-	}
-	return &g, nil
-}
-
-// schemaText returns a JSON schema as text: a JSON string holding the
-// schema is unquoted, an object is taken as is.
-func schemaText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	return string(raw)
-}
-
-// refuse returns the error for what a dialect cannot do.
-func refuse(dialect, format string, args ...any) error {
-	return fmt.Errorf("bridge: %w: the %s engine cannot serve %s", backend.ErrInvalidArgument, dialect, fmt.Sprintf(format, args...))
 }

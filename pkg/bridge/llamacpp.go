@@ -64,10 +64,13 @@ func (llamacpp) info(ctx context.Context, e *Engine) (engineInfo, error) {
 	}
 	propsErr := e.getJSON(ctx, "/props", &props)
 	if propsErr == nil {
-		for _, n := range []string{props.ModelAlias, props.ModelPath} {
-			if n != "" {
-				info.models = append(info.models, n)
+		if m := (servedModel{id: props.ModelAlias}); m.id != "" || props.ModelPath != "" {
+			if m.id == "" {
+				m.id = props.ModelPath
+			} else if props.ModelPath != "" {
+				m.aliases = []string{props.ModelPath}
 			}
+			info.models = append(info.models, m)
 		}
 		info.contextLength = props.DefaultGenerationSettings.NCtx
 	}
@@ -78,7 +81,7 @@ func (llamacpp) info(ctx context.Context, e *Engine) (engineInfo, error) {
 	}
 	if err := e.getJSON(ctx, "/v1/models", &models); err == nil {
 		for _, m := range models.Data {
-			info.models = append(info.models, m.ID)
+			info.models = append(info.models, servedModel{id: m.ID})
 		}
 	} else if propsErr != nil {
 		return info, fmt.Errorf("/props: %w; /v1/models: %w", propsErr, err)
@@ -86,19 +89,26 @@ func (llamacpp) info(ctx context.Context, e *Engine) (engineInfo, error) {
 	return info, nil
 }
 
-func (llamacpp) request(req *backend.Request, info engineInfo) (string, any, error) {
+func (llamacpp) request(req *backend.Request, info engineInfo) (engineCall, error) {
 	so, sc := req.SamplingOptions, req.StopConditions
 	switch {
 	case so.N != nil && *so.N > 1:
-		return "", nil, refuse(DialectLlamaCpp, "n = %d (one completion per request)", *so.N)
+		return engineCall{}, refuse(DialectLlamaCpp, "n = %d (one completion per request)", *so.N)
 	case so.BestOf != nil && *so.BestOf > 1:
-		return "", nil, refuse(DialectLlamaCpp, "best_of %d", *so.BestOf)
+		return engineCall{}, refuse(DialectLlamaCpp, "best_of %d", *so.BestOf)
 	case so.UseBeamSearch != nil && *so.UseBeamSearch:
-		return "", nil, refuse(DialectLlamaCpp, "beam search")
+		return engineCall{}, refuse(DialectLlamaCpp, "beam search")
+	case so.LengthPenalty != nil:
+		return engineCall{}, refuse(DialectLlamaCpp, "length_penalty (a beam search parameter)")
 	case sc.MinTokens != nil && *sc.MinTokens > 0:
-		return "", nil, refuse(DialectLlamaCpp, "min_tokens %d (it has no minimum length)", *sc.MinTokens)
+		return engineCall{}, refuse(DialectLlamaCpp, "min_tokens %d (it has no minimum length)", *sc.MinTokens)
 	case req.OutputOptions.PromptLogprobs != nil && *req.OutputOptions.PromptLogprobs > 0:
-		return "", nil, refuse(DialectLlamaCpp, "prompt_logprobs")
+		return engineCall{}, refuse(DialectLlamaCpp, "prompt_logprobs")
+	case sc.MaxThinkingTokens != nil:
+		return engineCall{}, refuse(DialectLlamaCpp, "max_thinking_tokens (its reasoning budget is a server setting)")
+	}
+	if err := refuseRouting(DialectLlamaCpp, req); err != nil {
+		return engineCall{}, err
 	}
 	// It stops on strings and on the model's end-of-generation tokens
 	// only: a stop token id that is not an EOS id cannot be honoured.
@@ -111,7 +121,7 @@ func (llamacpp) request(req *backend.Request, info engineInfo) (string, any, err
 	for _, l := range [][]uint32{sc.StopTokenIDs, sc.StopTokenIDsVisible} {
 		for _, id := range l {
 			if !eos[id] {
-				return "", nil, refuse(DialectLlamaCpp, "stop token id %d (it stops on strings and on the model's EOS tokens only)", id)
+				return engineCall{}, refuse(DialectLlamaCpp, "stop token id %d (it stops on strings and on the model's EOS tokens only)", id)
 			}
 		}
 	}
@@ -137,29 +147,31 @@ func (llamacpp) request(req *backend.Request, info engineInfo) (string, any, err
 	if lp := req.OutputOptions.Logprobs; lp != nil {
 		body.NProbs = backend.Ptr(max(*lp, 1))
 	}
-	g, err := guidedOf(req)
+	g, err := guidedOf(DialectLlamaCpp, req)
 	if err != nil {
-		return "", nil, err
+		return engineCall{}, err
 	}
 	if g != nil {
 		switch {
-		case len(g.JSON) > 0:
+		case g.WhitespacePattern != "":
+			return engineCall{}, refuse(DialectLlamaCpp, "a guided JSON whitespace_pattern")
+		case present(g.JSON):
 			s := schemaText(g.JSON)
 			if !json.Valid([]byte(s)) {
-				return "", nil, fmt.Errorf("bridge: %w: guided JSON schema is not JSON", backend.ErrInvalidArgument)
+				return engineCall{}, fmt.Errorf("bridge: %w: guided JSON schema is not JSON", backend.ErrInvalidArgument)
 			}
 			body.JSONSchema = json.RawMessage(s)
 		case g.Regex != "":
-			return "", nil, refuse(DialectLlamaCpp, "a guided regex")
+			return engineCall{}, refuse(DialectLlamaCpp, "a guided regex")
 		case len(g.Choice) > 0:
-			return "", nil, refuse(DialectLlamaCpp, "a guided choice")
+			return engineCall{}, refuse(DialectLlamaCpp, "a guided choice")
 		case g.Grammar != "":
-			return "", nil, refuse(DialectLlamaCpp, "a guided grammar (it takes GBNF, not the EBNF the frontend sends)")
-		case len(g.StructuralTag) > 0:
-			return "", nil, refuse(DialectLlamaCpp, "a structural tag")
+			return engineCall{}, refuse(DialectLlamaCpp, "a guided grammar (it takes GBNF, not the EBNF the frontend sends)")
+		case present(g.StructuralTag):
+			return engineCall{}, refuse(DialectLlamaCpp, "a structural tag")
 		}
 	}
-	return "/completion", body, nil
+	return engineCall{path: "/completion", body: body}, nil
 }
 
 // llamaChunk is one streamed /completion chunk.
@@ -192,7 +204,7 @@ type llamaDecoder struct {
 	done    bool
 }
 
-func (llamacpp) decoder(req *backend.Request, info engineInfo) streamDecoder {
+func (llamacpp) decoder(req *backend.Request, info engineInfo, _ engineCall) streamDecoder {
 	return &llamaDecoder{req: req, text: info.text}
 }
 

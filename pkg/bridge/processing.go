@@ -47,7 +47,7 @@ func (e *Engine) TokenizeChat(ctx context.Context, req *backend.TokenizeRequest)
 		ContinueFinalMessage: req.ContinueFinalMessage,
 		ChatTemplateKwargs:   req.ChatTemplateKwargs,
 	}
-	resp, err := e.post(ctx, "/tokenize", body)
+	resp, err := e.post(ctx, "/tokenize", body, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,8 @@ type sglangRequest struct {
 	TopLogprobsNum *uint32        `json:"top_logprobs_num,omitempty"`
 	RoutedDPRank   *uint32        `json:"routed_dp_rank,omitempty"`
 	Priority       *int           `json:"priority,omitempty"`
+	ExtraKey       *string        `json:"extra_key,omitempty"`
+	LoraPath       *string        `json:"lora_path,omitempty"`
 }
 
 // sglangSampling is SGLang's SamplingParams (the API fields).
@@ -60,12 +62,14 @@ func (sglang) info(ctx context.Context, e *Engine) (engineInfo, error) {
 		ServedModelName string `json:"served_model_name"`
 	}
 	miErr := e.getJSON(ctx, "/get_model_info", &mi)
-	if miErr == nil {
-		for _, n := range []string{mi.ServedModelName, mi.ModelPath} {
-			if n != "" {
-				info.models = append(info.models, n)
-			}
+	if miErr == nil && (mi.ServedModelName != "" || mi.ModelPath != "") {
+		m := servedModel{id: mi.ServedModelName}
+		if m.id == "" {
+			m.id = mi.ModelPath
+		} else if mi.ModelPath != "" && mi.ModelPath != m.id {
+			m.aliases = []string{mi.ModelPath}
 		}
+		info.models = append(info.models, m)
 	}
 	var models struct {
 		Data []struct {
@@ -76,10 +80,11 @@ func (sglang) info(ctx context.Context, e *Engine) (engineInfo, error) {
 	}
 	if err := e.getJSON(ctx, "/v1/models", &models); err == nil {
 		for _, m := range models.Data {
-			info.models = append(info.models, m.ID)
-			if m.Root != "" {
-				info.models = append(info.models, m.Root)
+			sm := servedModel{id: m.ID}
+			if m.Root != "" && m.Root != m.ID {
+				sm.aliases = []string{m.Root}
 			}
+			info.models = append(info.models, sm)
 			if info.contextLength == 0 {
 				info.contextLength = m.MaxModelLen
 			}
@@ -101,19 +106,24 @@ func (sglang) info(ctx context.Context, e *Engine) (engineInfo, error) {
 	return info, nil
 }
 
-func (sglang) request(req *backend.Request, info engineInfo) (string, any, error) {
+func (sglang) request(req *backend.Request, info engineInfo) (engineCall, error) {
 	so, sc := req.SamplingOptions, req.StopConditions
-	if so.N != nil && *so.N > 1 {
-		return "", nil, refuse(DialectSGLang, "n = %d through the bridge (one stream per request)", *so.N)
+	switch {
+	case so.N != nil && *so.N > 1:
+		return engineCall{}, refuse(DialectSGLang, "n = %d through the bridge (one stream per request)", *so.N)
+	case so.UseBeamSearch != nil && *so.UseBeamSearch:
+		return engineCall{}, refuse(DialectSGLang, "beam search through /generate")
+	case so.LengthPenalty != nil:
+		return engineCall{}, refuse(DialectSGLang, "length_penalty (a beam search parameter)")
+	case so.BestOf != nil && *so.BestOf > 1:
+		return engineCall{}, refuse(DialectSGLang, "best_of %d", *so.BestOf)
+	case req.OutputOptions.PromptLogprobs != nil && *req.OutputOptions.PromptLogprobs > 0:
+		return engineCall{}, refuse(DialectSGLang, "prompt_logprobs through the bridge")
+	case sc.MaxThinkingTokens != nil:
+		return engineCall{}, refuse(DialectSGLang, "max_thinking_tokens (no per-request thinking budget in its sampling parameters)")
 	}
-	if so.UseBeamSearch != nil && *so.UseBeamSearch {
-		return "", nil, refuse(DialectSGLang, "beam search through /generate")
-	}
-	if so.BestOf != nil && *so.BestOf > 1 {
-		return "", nil, refuse(DialectSGLang, "best_of %d", *so.BestOf)
-	}
-	if p := req.OutputOptions.PromptLogprobs; p != nil && *p > 0 {
-		return "", nil, refuse(DialectSGLang, "prompt_logprobs through the bridge")
+	if err := refuseRouting(DialectSGLang, req, "dp_rank", "cache_salt", "priority", "lora_name"); err != nil {
+		return engineCall{}, err
 	}
 	body := sglangRequest{
 		InputIDs: req.TokenIDs,
@@ -139,25 +149,27 @@ func (sglang) request(req *backend.Request, info engineInfo) (string, any, error
 		body.TopLogprobsNum = lp
 	}
 	if r := req.Routing; r != nil {
-		body.RoutedDPRank, body.Priority = r.DPRank, r.Priority
+		body.RoutedDPRank, body.Priority, body.ExtraKey, body.LoraPath = r.DPRank, r.Priority, r.CacheSalt, r.LoraName
 	}
-	g, err := guidedOf(req)
+	g, err := guidedOf(DialectSGLang, req)
 	if err != nil {
-		return "", nil, err
+		return engineCall{}, err
 	}
 	if g != nil {
 		sp := &body.SamplingParams
 		switch {
-		case len(g.JSON) > 0:
+		case g.WhitespacePattern != "":
+			return engineCall{}, refuse(DialectSGLang, "a guided JSON whitespace_pattern (its sampling parameters have none)")
+		case present(g.JSON):
 			sp.JSONSchema = schemaText(g.JSON)
 		case g.Regex != "":
 			sp.Regex = g.Regex
 		case g.Grammar != "":
 			sp.EBNF = g.Grammar
-		case len(g.StructuralTag) > 0:
+		case present(g.StructuralTag):
 			sp.StructuralTag = schemaText(g.StructuralTag)
 		case len(g.Choice) > 0:
-			return "", nil, refuse(DialectSGLang, "guided choice (use a regex)")
+			return engineCall{}, refuse(DialectSGLang, "guided choice (use a regex)")
 		}
 	}
 	if info.text {
@@ -168,7 +180,7 @@ func (sglang) request(req *backend.Request, info engineInfo) (string, any, error
 			body.SamplingParams.SkipSpecialTokens = v
 		}
 	}
-	return "/generate", body, nil
+	return engineCall{path: "/generate", body: body}, nil
 }
 
 // sglangItem is one streamed /generate item.
@@ -201,7 +213,7 @@ type sglangDecoder struct {
 	done    bool
 }
 
-func (sglang) decoder(req *backend.Request, info engineInfo) streamDecoder {
+func (sglang) decoder(req *backend.Request, info engineInfo, _ engineCall) streamDecoder {
 	return &sglangDecoder{req: req, text: info.text, prompt: len(req.TokenIDs), cached: -1}
 }
 

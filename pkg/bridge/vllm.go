@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,10 +13,14 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/backend"
 )
 
-// vllm speaks vLLM's OpenAI-compatible server: POST /v1/completions with
-// the prompt as token ids, return_token_ids (vLLM >= 0.10.2: each stream
-// choice carries the new ids in token_ids) and stream_options.include_usage
-// (the last chunk carries usage and no choices).
+// vllm speaks vLLM's OpenAI-compatible server. Requests go to its
+// token-in/token-out endpoint POST /inference/v1/generate when Start
+// found that it streams there (vllm_generate.go), else to POST
+// /v1/completions with the prompt as token ids, return_token_ids (vLLM >=
+// 0.10.2: each stream choice carries the new ids in token_ids) and
+// stream_options.include_usage (the last chunk carries usage and no
+// choices). A request that needs what only completions has (the engine's
+// text, beam search) goes to completions either way.
 type vllm struct{}
 
 // vllmRequest is the body of POST /v1/completions (vLLM's
@@ -48,6 +53,7 @@ type vllmRequest struct {
 	StructuredOutputs      *vllmStructured `json:"structured_outputs,omitempty"`
 	CacheSalt              *string         `json:"cache_salt,omitempty"`
 	Priority               *int            `json:"priority,omitempty"`
+	ThinkingTokenBudget    *uint32         `json:"thinking_token_budget,omitempty"`
 }
 
 type vllmStreamOpts struct {
@@ -80,21 +86,93 @@ func (vllm) info(ctx context.Context, e *Engine) (engineInfo, error) {
 	}
 	var info engineInfo
 	for _, m := range models.Data {
-		info.models = append(info.models, m.ID)
+		sm := servedModel{id: m.ID}
 		if m.Root != "" && m.Root != m.ID {
-			info.models = append(info.models, m.Root)
+			sm.aliases = append(sm.aliases, m.Root)
 		}
+		info.models = append(info.models, sm)
 		if m.MaxModelLen > 0 && info.contextLength == 0 {
 			info.contextLength = m.MaxModelLen
+		}
+	}
+	if len(info.models) > 0 {
+		var err error
+		if info.generate, err = vllmUseGenerate(ctx, e, info.models[0].id); err != nil {
+			return info, err
 		}
 	}
 	return info, nil
 }
 
-func (vllm) request(req *backend.Request, info engineInfo) (string, any, error) {
+// vllmCommon are the checks and the pieces both vLLM endpoints share.
+func vllmCommon(req *backend.Request) (*vllmStructured, http.Header, error) {
+	so := req.SamplingOptions
+	if so.BestOf != nil && *so.BestOf > 1 {
+		return nil, nil, refuse(DialectVLLM, "best_of %d (its OpenAI server dropped best_of)", *so.BestOf)
+	}
+	if p := req.OutputOptions.PromptLogprobs; p != nil && *p > 0 {
+		return nil, nil, refuse(DialectVLLM, "prompt_logprobs when streaming")
+	}
+	if err := refuseRouting(DialectVLLM, req, "dp_rank", "cache_salt", "priority", "lora_name"); err != nil {
+		return nil, nil, err
+	}
+	g, err := guidedOf(DialectVLLM, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	var s *vllmStructured
+	if g != nil {
+		s = &vllmStructured{JSON: g.JSON, Regex: g.Regex, Choice: g.Choice, Grammar: g.Grammar, WhitespacePattern: g.WhitespacePattern}
+		if present(g.StructuralTag) {
+			s.StructuralTag = schemaText(g.StructuralTag)
+		}
+	}
+	var h http.Header
+	if r := req.Routing; r != nil && r.DPRank != nil {
+		// vLLM's API server reads the rank from this header
+		// (OpenAIServing._get_data_parallel_rank).
+		h = http.Header{"X-Data-Parallel-Rank": []string{strconv.FormatUint(uint64(*r.DPRank), 10)}}
+	}
+	return s, h, nil
+}
+
+// vllmModel is the model field of a request: the LoRA adapter it asks
+// for (vLLM serves each loaded adapter as a model), else the served
+// model.
+func vllmModel(req *backend.Request, info engineInfo) string {
+	if r := req.Routing; r != nil && r.LoraName != nil && *r.LoraName != "" {
+		return *r.LoraName
+	}
+	return info.served
+}
+
+// vllmNeedsCompletions reports why req must go to /v1/completions even
+// when the engine streams /inference/v1/generate ("" when it need not):
+// the engine's text, and beam search, are completions' only.
+func vllmNeedsCompletions(req *backend.Request, info engineInfo) string {
+	so := req.SamplingOptions
+	switch {
+	case info.text:
+		return "the engine's text"
+	case so.UseBeamSearch != nil && *so.UseBeamSearch:
+		return "beam search"
+	case so.LengthPenalty != nil:
+		return "length_penalty"
+	}
+	return ""
+}
+
+func (vllm) request(req *backend.Request, info engineInfo) (engineCall, error) {
+	structured, header, err := vllmCommon(req)
+	if err != nil {
+		return engineCall{}, err
+	}
+	if info.generate && vllmNeedsCompletions(req, info) == "" {
+		return vllmGenerateCall(req, info, structured, header), nil
+	}
 	so, sc := req.SamplingOptions, req.StopConditions
 	body := vllmRequest{
-		Model:                  info.served,
+		Model:                  vllmModel(req, info),
 		Prompt:                 req.TokenIDs,
 		Stream:                 true,
 		StreamOptions:          vllmStreamOpts{IncludeUsage: true},
@@ -115,6 +193,8 @@ func (vllm) request(req *backend.Request, info engineInfo) (string, any, error) 
 		N:                      so.N,
 		UseBeamSearch:          so.UseBeamSearch,
 		LengthPenalty:          so.LengthPenalty,
+		StructuredOutputs:      structured,
+		ThinkingTokenBudget:    sc.MaxThinkingTokens,
 	}
 	if info.text {
 		// The engine's text is the client's: skip special tokens unless
@@ -124,34 +204,19 @@ func (vllm) request(req *backend.Request, info engineInfo) (string, any, error) 
 			body.SkipSpecialTokens = *v
 		}
 	}
-	if so.BestOf != nil && *so.BestOf > 1 {
-		return "", nil, refuse(DialectVLLM, "best_of %d (its OpenAI server dropped best_of)", *so.BestOf)
-	}
 	if lp := req.OutputOptions.Logprobs; lp != nil {
 		body.Logprobs = lp
 		body.ReturnTokensAsTokenIDs = backend.Ptr(true)
 	}
-	if p := req.OutputOptions.PromptLogprobs; p != nil && *p > 0 {
-		return "", nil, refuse(DialectVLLM, "prompt_logprobs when streaming")
-	}
 	if r := req.Routing; r != nil {
 		body.CacheSalt, body.Priority = r.CacheSalt, r.Priority
 	}
-	g, err := guidedOf(req)
-	if err != nil {
-		return "", nil, err
-	}
-	if g != nil {
-		s := &vllmStructured{JSON: g.JSON, Regex: g.Regex, Choice: g.Choice, Grammar: g.Grammar, WhitespacePattern: g.WhitespacePattern}
-		if len(g.StructuralTag) > 0 {
-			s.StructuralTag = schemaText(g.StructuralTag)
-		}
-		body.StructuredOutputs = s
-	}
-	return "/v1/completions", body, nil
+	return engineCall{path: "/v1/completions", body: body, header: header}, nil
 }
 
-// vllmChunk is one streamed CompletionStreamResponse.
+// vllmChunk is one streamed CompletionStreamResponse, or one
+// GenerateStreamResponse of /inference/v1/generate (no text, no
+// stop_reason, logprobs in the chat shape).
 type vllmChunk struct {
 	Choices []struct {
 		Index        int             `json:"index"`
@@ -159,11 +224,7 @@ type vllmChunk struct {
 		TokenIDs     []uint32        `json:"token_ids"`
 		FinishReason *string         `json:"finish_reason"`
 		StopReason   json.RawMessage `json:"stop_reason"`
-		Logprobs     *struct {
-			Tokens        []string             `json:"tokens"`
-			TokenLogprobs []*float64           `json:"token_logprobs"`
-			TopLogprobs   []map[string]float64 `json:"top_logprobs"`
-		} `json:"logprobs"`
+		Logprobs     json.RawMessage `json:"logprobs"`
 	} `json:"choices"`
 	Usage *struct {
 		PromptTokens        int `json:"prompt_tokens"`
@@ -178,24 +239,35 @@ type vllmChunk struct {
 // vllmChoice is the state of one choice of a stream.
 type vllmChoice struct {
 	emitted int
+	last    uint32          // the last token id, when emitted > 0
 	finish  *backend.Output // its terminal, held until the usage arrives
 }
 
-type vllmDecoder struct {
-	req     *backend.Request
-	text    bool // outputs carry the engine's text
-	n       int
-	choices []vllmChoice
-	prompt  int
-	cached  int // -1 until the engine reports it
+// vllmCompletionLogprobs is a completions choice's logprobs.
+type vllmCompletionLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []*float64           `json:"token_logprobs"`
+	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
 }
 
-func (vllm) decoder(req *backend.Request, info engineInfo) streamDecoder {
+type vllmDecoder struct {
+	req       *backend.Request
+	text      bool // outputs carry the engine's text
+	generate  bool // the stream of /inference/v1/generate
+	maxTokens *uint32
+	n         int
+	choices   []vllmChoice
+	prompt    int
+	cached    int // -1 until the engine reports it
+}
+
+func (vllm) decoder(req *backend.Request, info engineInfo, call engineCall) streamDecoder {
 	n := 1
 	if req.SamplingOptions.N != nil && *req.SamplingOptions.N > 1 {
 		n = *req.SamplingOptions.N
 	}
-	return &vllmDecoder{req: req, text: info.text, n: n, choices: make([]vllmChoice, n), prompt: len(req.TokenIDs), cached: -1}
+	return &vllmDecoder{req: req, text: info.text, generate: call.path == vllmGeneratePath, n: n, choices: make([]vllmChoice, n),
+		prompt: len(req.TokenIDs), cached: -1, maxTokens: maxTokens(req, info)}
 }
 
 func (d *vllmDecoder) index(i int) *uint32 {
@@ -236,17 +308,22 @@ func (d *vllmDecoder) event(field string, data []byte) ([]*backend.Output, bool,
 		if d.text {
 			o.Text = backend.Ptr(ch.Text)
 		}
-		if lp := ch.Logprobs; lp != nil && d.req.OutputOptions.Logprobs != nil {
-			vllmLogprobs(o, lp.TokenLogprobs, lp.Tokens, lp.TopLogprobs)
+		if present(ch.Logprobs) && d.req.OutputOptions.Logprobs != nil {
+			if err := d.logprobs(o, ch.Logprobs); err != nil {
+				return outs, false, err
+			}
 		}
 		st.emitted += len(ch.TokenIDs)
+		if len(ch.TokenIDs) > 0 {
+			st.last = ch.TokenIDs[len(ch.TokenIDs)-1]
+		}
 		if ch.FinishReason == nil {
 			if len(o.TokenIDs) > 0 || ch.Text != "" && d.text {
 				outs = append(outs, o)
 			}
 			continue
 		}
-		o.FinishReason = &backend.FinishReason{Kind: d.finish(*ch.FinishReason, ch.StopReason)}
+		o.FinishReason = &backend.FinishReason{Kind: d.finish(*ch.FinishReason, ch.StopReason, st)}
 		if o.FinishReason.Kind == backend.FinishError {
 			o.FinishReason.Message = "the vllm engine ended the request with an error"
 		}
@@ -263,9 +340,24 @@ func (d *vllmDecoder) event(field string, data []byte) ([]*backend.Output, bool,
 	return outs, false, nil
 }
 
+// logprobs sets o's logprobs from a choice's: the completions shape, or
+// the chat shape of /inference/v1/generate.
+func (d *vllmDecoder) logprobs(o *backend.Output, raw json.RawMessage) error {
+	if d.generate {
+		return vllmChatLogprobs(o, raw)
+	}
+	var lp vllmCompletionLogprobs
+	if err := json.Unmarshal(raw, &lp); err != nil {
+		return fmt.Errorf("bridge: %w: the vllm engine sent malformed logprobs: %v", backend.ErrStreamIncomplete, err)
+	}
+	vllmLogprobs(o, lp.TokenLogprobs, lp.Tokens, lp.TopLogprobs)
+	return nil
+}
+
 // finish maps vLLM's finish_reason (and stop_reason: the stop token id,
-// null for EOS) to a finish kind.
-func (d *vllmDecoder) finish(reason string, stopReason json.RawMessage) backend.FinishKind {
+// null for EOS; /inference/v1/generate has none, so the choice's last
+// token tells) to a finish kind.
+func (d *vllmDecoder) finish(reason string, stopReason json.RawMessage, st *vllmChoice) backend.FinishKind {
 	switch reason {
 	case "length":
 		return backend.FinishLength
@@ -275,6 +367,12 @@ func (d *vllmDecoder) finish(reason string, stopReason json.RawMessage) backend.
 		return backend.FinishError
 	case "content_filter":
 		return backend.FinishContentFilter
+	}
+	if d.generate {
+		if st.emitted == 0 {
+			return backend.FinishEOS
+		}
+		return finishOfStop(d.req, st.last)
 	}
 	var id uint32
 	if json.Unmarshal(stopReason, &id) == nil {
@@ -308,12 +406,39 @@ func (d *vllmDecoder) terminals(cancel bool) []*backend.Output {
 }
 
 func (d *vllmDecoder) end() ([]*backend.Output, error) {
-	for i, st := range d.choices {
-		if st.finish == nil {
-			return nil, incomplete(DialectVLLM, fmt.Sprintf("before choice %d finished (%d tokens)", i, st.emitted))
+	for i := range d.choices {
+		st := &d.choices[i]
+		if st.finish != nil {
+			continue
 		}
+		// /inference/v1/generate sends no chunk for an output without new
+		// tokens, so a finish that came without one is missing: what ended
+		// the choice is known from its last token or its length.
+		if kind, ok := d.inferFinish(st); ok {
+			st.finish = &backend.Output{TokenIDs: []uint32{}, Index: d.index(i), FinishReason: &backend.FinishReason{Kind: kind}}
+			continue
+		}
+		return nil, incomplete(DialectVLLM, fmt.Sprintf("before choice %d finished (%d tokens)", i, st.emitted))
 	}
 	return d.terminals(false), nil
+}
+
+// inferFinish tells why a choice of /inference/v1/generate ended when the
+// stream ended cleanly without its finish: a stop or EOS id last, or
+// max_tokens reached.
+func (d *vllmDecoder) inferFinish(st *vllmChoice) (backend.FinishKind, bool) {
+	if !d.generate || st.emitted == 0 {
+		return "", false
+	}
+	for _, id := range stopTokenIDs(d.req) {
+		if id == st.last {
+			return finishOfStop(d.req, id), true
+		}
+	}
+	if d.maxTokens != nil && st.emitted >= int(*d.maxTokens) {
+		return backend.FinishLength, true
+	}
+	return "", false
 }
 
 func (d *vllmDecoder) cancelled() []*backend.Output { return d.terminals(true) }

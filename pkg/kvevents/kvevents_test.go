@@ -603,3 +603,26 @@ func TestNewChecksConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestRankEndpoint(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		rank int
+		want string
+	}{
+		{"tcp://127.0.0.1:5557", 0, "tcp://127.0.0.1:5557"},
+		{"tcp://127.0.0.1:5557", 3, "tcp://127.0.0.1:5560"},
+		{"tcp://[::1]:5557", 1, "tcp://[::1]:5558"},
+		{"", 2, ""},
+		{"ipc:///tmp/kv", 0, "ipc:///tmp/kv"},
+	} {
+		if got, err := RankEndpoint(c.in, c.rank); err != nil || got != c.want {
+			t.Errorf("RankEndpoint(%q, %d) = %q, %v; want %q", c.in, c.rank, got, err, c.want)
+		}
+	}
+	for _, in := range []string{"ipc:///tmp/kv", "tcp://host", "tcp://host:65535"} {
+		if got, err := RankEndpoint(in, 1); err == nil {
+			t.Errorf("RankEndpoint(%q, 1) = %q, want an error", in, got)
+		}
+	}
+}

@@ -156,6 +156,34 @@ func TestEngineBridge(t *testing.T) {
 		waitFor(t, 2*time.Second, "the engine to abort the request", func() bool { return total() == 0 }, engines[0].process, engines[1].process)
 	})
 
+	t.Run("guided JSON and tool_choice required through the engine", func(t *testing.T) {
+		// The frontend's guided decoding reaches the engine as vLLM's
+		// structured_outputs (through /inference/v1/generate), and the
+		// mocker's vLLM API answers the schema.
+		schema := object{"type": "object", "properties": object{"city": object{"type": "string"}, "days": object{"type": "integer"}},
+			"required": []string{"city", "days"}}
+		u := f.unary(t, chatPath, object{"model": "demo", "max_tokens": 200,
+			"messages":        []object{{"role": "user", "content": "The forecast, as JSON."}},
+			"response_format": object{"type": "json_schema", "json_schema": object{"name": "forecast", "schema": schema}}})
+		var got map[string]any
+		if err := json.Unmarshal([]byte(u.text()), &got); err != nil || got["city"] == nil || got["days"] == nil {
+			t.Errorf("guided JSON answer %q: want an object with city and days (%v)", u.text(), err)
+		}
+		c, err := f.sdk.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
+			Model:      "demo",
+			Messages:   []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Anything at all.")},
+			Tools:      []openai.ChatCompletionToolUnionParam{weatherTool},
+			ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")},
+			MaxTokens:  openai.Int(200),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if calls := c.Choices[0].Message.ToolCalls; len(calls) == 0 || calls[0].Function.Name != "get_weather" || c.Choices[0].FinishReason != "tool_calls" {
+			t.Errorf("message %+v, finish %q: want a call of get_weather", c.Choices[0].Message, c.Choices[0].FinishReason)
+		}
+	})
+
 	t.Run("a bridge SIGKILLed mid-stream: another one finishes the answer", func(t *testing.T) {
 		const tokens = 1500
 		s := killMidStream(t, f, r.workers, fmt.Sprintf(`{"model":"demo","stream":true,"max_tokens":%d,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"keep talking"}]}`, tokens))
@@ -166,10 +194,12 @@ func TestEngineBridge(t *testing.T) {
 }
 
 // TestProcessingModes serves the demo model through cmd/worker --engine
-// vllm in front of one deterministic mocker in its vLLM API mode, three
-// times under three names, one per processing mode: the frontend's
-// (default), the worker's detokenizer (--postprocessing worker), and the
-// engine's own chat template, tokenizer and text (--vllm-processing).
+// vllm in front of one deterministic mocker in its vLLM API mode, four
+// times under four names, one per processing mode: the frontend's
+// (default, through the engine's /inference/v1/generate, and again
+// through its /v1/completions with --vllm-api completions), the worker's
+// detokenizer (--postprocessing worker), and the engine's own chat
+// template, tokenizer and text (--vllm-processing).
 // With a fixed seed every mode gives the same prompt tokens and the same
 // text, /v1/models says which mode each model has, and stop strings
 // still cut the text in every mode.
@@ -181,6 +211,7 @@ func TestProcessingModes(t *testing.T) {
 		flags            []string
 	}{
 		{"demo-frontend", "frontend", "frontend", nil},
+		{"demo-completions", "frontend", "frontend", []string{"--vllm-api", "completions"}},
 		{"demo-worker", "frontend", "worker", []string{"--postprocessing", "worker"}},
 		{"demo-native", "engine", "engine", []string{"--vllm-processing"}},
 	}
@@ -328,10 +359,53 @@ func TestProcessingModesMigrate(t *testing.T) {
 	}
 }
 
+// TestEngineCrashMidStream SIGKILLs the engine (the mocker in its vLLM
+// API mode) behind the worker serving a stream, the worker itself left
+// running: the worker's engine stream breaks (StreamIncomplete), the
+// frontend moves the request to the other worker with the tokens so far,
+// and the client reads the same text as an answer nobody interrupted
+// (deterministic engines).
+func TestEngineCrashMidStream(t *testing.T) {
+	c := newCluster(t, "etcd", "nats")
+	slow := []string{"--deterministic", "--speedup-ratio", "10"}
+	engines := []*vllmEngine{startVLLMEngine(t, "vllm-1", slow...), startVLLMEngine(t, "vllm-2", slow...)}
+	var workers []*worker
+	behind := map[*worker]*vllmEngine{}
+	for i, e := range engines {
+		w := c.startBridge(fmt.Sprintf("bridge-%d", i+1), e, "--migration-limit", "2")
+		workers = append(workers, w)
+		behind[w] = e
+	}
+	f := c.startFrontend()
+	f.waitModels(t, "demo")
+	const tokens = 1200
+	body := fmt.Sprintf(`{"model":"demo","seed":5,"stream":true,"max_tokens":%d,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Tell me a long story."}]}`, tokens)
+	var req object
+	if err := json.Unmarshal([]byte(body), &req); err != nil {
+		t.Fatal(err)
+	}
+	want := f.stream(t, chatPath, req)
+	got := interruptMidStream(t, f, workers, body, func(w *worker) { behind[w].kill() })
+	if got.finishReason != "length" || got.usage == nil || got.usage.CompletionTokens != tokens || got.text != want.text {
+		t.Errorf("after the engine's kill: finish %q, usage %+v, text equal to the uninterrupted answer: %v", got.finishReason, got.usage, got.text == want.text)
+	}
+	if v, _ := f.scrape(t).value("dynamo_frontend_model_migration_total", `model="demo"`, `migration_type="ongoing_request"`); v < 1 {
+		t.Errorf("model_migration_total{ongoing_request} = %v, want the stream to have moved", v)
+	}
+}
+
 // killMidStream sends body (a streamed chat request) through f, SIGKILLs
 // the one of workers that serves it after its first chunks, reads the
 // stream to its end and returns it reassembled.
 func killMidStream(t *testing.T, f *frontend, workers []*worker, body string) streamed {
+	t.Helper()
+	return interruptMidStream(t, f, workers, body, func(w *worker) { w.kill() })
+}
+
+// interruptMidStream sends body (a streamed chat request) through f,
+// calls interrupt with the one of workers that serves it after its first
+// chunks, reads the stream to its end and returns it reassembled.
+func interruptMidStream(t *testing.T, f *frontend, workers []*worker, body string, interrupt func(*worker)) streamed {
 	t.Helper()
 	served := func() map[*worker]float64 {
 		out := map[*worker]float64{}
@@ -368,7 +442,7 @@ func killMidStream(t *testing.T, f *frontend, workers []*worker, body string) st
 	if victim == nil {
 		t.Fatal("no worker's request count moved")
 	}
-	victim.kill()
+	interrupt(victim)
 	for sc.Scan() {
 		if strings.HasPrefix(sc.Text(), "data: ") || strings.HasPrefix(sc.Text(), "event: ") {
 			events = append(events, sc.Text())

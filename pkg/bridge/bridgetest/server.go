@@ -37,6 +37,14 @@ type Options struct {
 	// an error body carrying StatusMessage.
 	Status        int
 	StatusMessage string
+	// VLLMGenerate (dialect vllm) also serves vLLM's token-in/token-out
+	// endpoint POST /inference/v1/generate, streaming as vLLM does: one
+	// chunk per output with new tokens, the finish with the last token,
+	// logprobs in the chat shape.
+	VLLMGenerate bool
+	// OmitFinish leaves finish_reason out of /inference/v1/generate's
+	// chunks, as vLLM does when a finish comes without a new token.
+	OmitFinish bool
 }
 
 // Server is a running fake engine. Its fields are read with the methods.
@@ -47,6 +55,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	bodies   []map[string]any
+	headers  []http.Header
+	probes   int
 	unhealth int
 	aborted  chan struct{} // one send per request the client abandoned
 	health   atomic.Int64
@@ -82,6 +92,9 @@ func New(dialect string, opts Options) *Server {
 	switch dialect {
 	case "vllm":
 		mux.HandleFunc("POST /v1/completions", s.generate)
+		if opts.VLLMGenerate {
+			mux.HandleFunc("POST /inference/v1/generate", s.generate)
+		}
 	case "sglang":
 		mux.HandleFunc("GET /get_model_info", func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, 200, map[string]any{"model_path": opts.Model, "is_generation": true})
@@ -100,11 +113,28 @@ func New(dialect string, opts Options) *Server {
 	return s
 }
 
+// Probes returns how many of the bridge's probes of
+// /inference/v1/generate (token_ids [0], max_tokens 1) were answered;
+// they are not among Bodies.
+func (s *Server) Probes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.probes
+}
+
 // Bodies returns the JSON bodies of the generation requests received.
 func (s *Server) Bodies() []map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]map[string]any(nil), s.bodies...)
+}
+
+// Headers returns the HTTP headers of the generation requests received,
+// in the order of Bodies.
+func (s *Server) Headers() []http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]http.Header(nil), s.headers...)
 }
 
 // Aborted receives once per generation request the client abandoned
@@ -151,8 +181,15 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, map[string]any{"error": map[string]any{"message": err.Error(), "code": 400}})
 		return
 	}
+	gen := r.URL.Path == "/inference/v1/generate"
+	sp, _ := body["sampling_params"].(map[string]any)
 	s.mu.Lock()
-	s.bodies = append(s.bodies, body)
+	if ids, _ := body["token_ids"].([]any); gen && len(ids) == 1 && ids[0] == 0.0 && sp["max_tokens"] == 1.0 {
+		s.probes++
+	} else {
+		s.bodies = append(s.bodies, body)
+		s.headers = append(s.headers, r.Header.Clone())
+	}
 	s.mu.Unlock()
 	if s.opts.Status != 0 {
 		writeJSON(w, s.opts.Status, map[string]any{"error": map[string]any{"message": s.opts.StatusMessage, "code": s.opts.Status}})
@@ -172,6 +209,12 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		prompt, _ = body["prompt"].([]any)
 		limit, hasLimit = num(body, "max_tokens")
 		stops, _ = body["stop_token_ids"].([]any)
+		if gen {
+			prompt, _ = body["token_ids"].([]any)
+			sampling = sp
+			limit, hasLimit = num(sp, "max_tokens")
+			stops, _ = sp["stop_token_ids"].([]any)
+		}
 	case "sglang":
 		prompt, _ = body["input_ids"].([]any)
 		sampling, _ = body["sampling_params"].(map[string]any)
@@ -199,7 +242,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(200)
 	fl := w.(http.Flusher)
 	fl.Flush()
-	st := &stream{s: s, w: w, fl: fl, prompt: len(prompt), logprobs: body["logprobs"] != nil || body["return_logprob"] == true || body["n_probs"] != nil}
+	st := &stream{s: s, w: w, fl: fl, prompt: len(prompt), generate: gen,
+		logprobs: body["logprobs"] != nil || body["return_logprob"] == true || body["n_probs"] != nil || sp["logprobs"] != nil}
 	for i := 0; ; i++ {
 		// Token i: EOS at DefaultTokens when no limit was asked for, a
 		// stop id when it is one, else 1000+i.
@@ -237,6 +281,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 			st.finish("stop", tok)
 			return
 		}
+		if gen && i == limit-1 {
+			st.finish("length", tok) // vLLM's finish comes with the last token
+			return
+		}
 		st.send([]int{tok}, nil)
 	}
 }
@@ -249,6 +297,7 @@ type stream struct {
 	prompt   int
 	tokens   []int
 	logprobs bool
+	generate bool // /inference/v1/generate
 }
 
 func (st *stream) event(v any) {
@@ -260,6 +309,11 @@ func (st *stream) event(v any) {
 // send writes a chunk of new tokens; reason is nil, or the finish.
 func (st *stream) send(toks []int, finish map[string]any) {
 	n := len(st.tokens)
+	switch {
+	case st.generate:
+		st.sendGenerate(toks, finish)
+		return
+	}
 	switch st.s.dialect {
 	case "vllm":
 		ch := map[string]any{"index": 0, "text": "x", "token_ids": toks, "finish_reason": nil, "stop_reason": nil}
@@ -328,7 +382,11 @@ func (st *stream) finish(reason string, matched any) {
 		fin["matched"] = nil // vLLM's stop_reason is null for EOS
 	}
 	st.send(toks, fin)
-	if st.s.dialect == "vllm" {
+	if st.generate {
+		n := len(st.tokens)
+		st.event(map[string]any{"request_id": "generate-tokens-1", "choices": []any{},
+			"usage": map[string]any{"prompt_tokens": st.prompt, "completion_tokens": n, "total_tokens": st.prompt + n}})
+	} else if st.s.dialect == "vllm" {
 		n := len(st.tokens)
 		st.event(map[string]any{"id": "cmpl-1", "object": "text_completion", "model": st.s.opts.Model, "choices": []any{},
 			"usage": map[string]any{"prompt_tokens": st.prompt, "completion_tokens": n, "total_tokens": st.prompt + n,
@@ -338,4 +396,26 @@ func (st *stream) finish(reason string, matched any) {
 		fmt.Fprint(st.w, "data: [DONE]\n\n")
 		st.fl.Flush()
 	}
+}
+
+// sendGenerate writes a GenerateStreamResponse chunk; vLLM sends none
+// for an output without new tokens.
+func (st *stream) sendGenerate(toks []int, finish map[string]any) {
+	if len(toks) == 0 {
+		return
+	}
+	ch := map[string]any{"index": 0, "logprobs": nil, "finish_reason": nil, "token_ids": toks}
+	if finish != nil && !st.s.opts.OmitFinish {
+		ch["finish_reason"] = finish["reason"]
+	}
+	if st.logprobs {
+		var content []any
+		for _, t := range toks {
+			name := fmt.Sprintf("token_id:%d", t)
+			content = append(content, map[string]any{"token": name, "logprob": -0.5, "bytes": nil,
+				"top_logprobs": []any{map[string]any{"token": "token_id:7", "logprob": -1.5}, map[string]any{"token": name, "logprob": -0.5}}})
+		}
+		ch["logprobs"] = map[string]any{"content": content}
+	}
+	st.event(map[string]any{"request_id": "generate-tokens-1", "choices": []any{ch}, "usage": nil})
 }
