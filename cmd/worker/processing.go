@@ -13,7 +13,6 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/hfhub"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor"
-	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer"
 )
 
 // processingFlags choose who renders and tokenizes the model's prompts
@@ -37,7 +36,8 @@ func registerProcessing(s *envflag.Set) *processingFlags {
 		sglang: s.Bool("sglang-processing", false, "--native-framework-processing for --engine sglang (refused: SGLang's tokenize endpoint takes no messages)", env("sglang-processing")),
 		preprocessing: s.String("preprocessing", "", "who renders the chat template and tokenizes: frontend (default: the frontend, with the model's files) or engine "+
 			"(the frontend asks this worker, which asks the engine's /tokenize; vllm only)", env("preprocessing")),
-		postprocessing: s.String("postprocessing", "", "who detokenizes the output: frontend (default), worker (this worker, with the model's tokenizer) or engine (the engine's own text: vllm's and sglang's text, llama.cpp's content)", env("postprocessing")),
+		postprocessing: s.String("postprocessing", "", "who runs the output side: frontend (default), worker (this worker: detokenization with the model's tokenizer, stop strings, "+
+			"and the --dyn-reasoning-parser and --dyn-tool-call-parser; the frontend keeps only the OpenAI framing) or engine (the engine's own text: vllm's and sglang's text, llama.cpp's content)", env("postprocessing")),
 	}
 }
 
@@ -79,29 +79,52 @@ func (f *processingFlags) processing(dialect string) (modelcard.Processing, erro
 	return p, errors.Join(errs...)
 }
 
-// detokenizing is the bridge engine of a worker that detokenizes its
-// outputs (postprocessing "worker"): Generate sets each output's Text with
-// the model's tokenizer. The bridge's other methods (KV events, chat
-// tokenization, ...) are its own.
-type detokenizing struct {
+// postprocessing is the bridge engine of a worker that runs the output
+// side (postprocessing "worker"): Generate passes each engine output
+// through the request's preprocessor.Postprocessor (detokenization, stop
+// ids and strings, min_tokens, and for chat the reasoning and tool-call
+// parsers named by --dyn-reasoning-parser and --dyn-tool-call-parser), and
+// stops the engine's request once a stop it found ended every choice. The
+// bridge's other methods (KV events, chat tokenization, ...) are its own.
+type postprocessing struct {
 	*bridge.Engine
-	tok *tokenizer.Tokenizer
+	m *preprocessor.Model
 }
 
-// Generate runs req on the engine and fills each output's text.
-func (d *detokenizing) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
-	fill := preprocessor.NewTextFiller(d.tok, req)
-	return d.Engine.Generate(ctx, req, func(o *backend.Output) error {
-		if err := fill.Fill(o); err != nil {
+// errStoppedHere ends the engine's stream when the worker found a stop.
+var errStoppedHere = errors.New("worker: every choice stopped")
+
+// Generate runs req on the engine and postprocesses each output.
+func (p *postprocessing) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
+	pp, err := p.m.NewPostprocessor(req)
+	if err != nil {
+		return err
+	}
+	err = p.Engine.Generate(ctx, req, func(o *backend.Output) error {
+		out, done, err := pp.Process(o)
+		if err != nil {
 			return err
 		}
-		return emit(o)
+		if out != nil {
+			if err := emit(out); err != nil {
+				return err
+			}
+		}
+		if done && !o.IsTerminal() {
+			return errStoppedHere // closes the engine's request, which aborts it
+		}
+		return nil
 	})
+	if errors.Is(err, errStoppedHere) {
+		return nil
+	}
+	return err
 }
 
 // engineFor wraps eng for the card's postprocessing: the bridge itself, or
-// one that detokenizes with the model's tokenizer, loaded (as the frontend
-// loads it) from the worker's model directory.
+// one that runs the output side with the model's tokenizer and the
+// worker's output parsers, loaded (as the frontend loads them) from the
+// worker's model directory.
 func engineFor(ctx context.Context, eng *bridge.Engine, wcfg worker.Config) (backend.Engine, error) {
 	if wcfg.Processing.Postprocessing != modelcard.ProcessingWorker {
 		return eng, nil
@@ -114,9 +137,13 @@ func engineFor(ctx context.Context, eng *bridge.Engine, wcfg worker.Config) (bac
 	if err != nil {
 		return nil, fmt.Errorf("worker postprocessing: model %s: %w", wcfg.ModelPath, err)
 	}
+	card.RuntimeConfig.ToolCallParser, card.RuntimeConfig.ReasoningParser = wcfg.ToolCallParser, wcfg.ReasoningParser
 	m, err := preprocessor.NewModel(card, preprocessor.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("worker postprocessing: %w", err)
 	}
-	return &detokenizing{Engine: eng, tok: m.Tokenizer()}, nil
+	if err := m.ParserError(); err != nil {
+		return nil, fmt.Errorf("worker postprocessing: %w", err)
+	}
+	return &postprocessing{Engine: eng, m: m}, nil
 }

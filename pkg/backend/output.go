@@ -27,6 +27,18 @@ type Output struct {
 	// Embedding is the answer to an embedding request (Request.Embedding),
 	// on its one terminal output.
 	Embedding []float64 `json:"embedding,omitempty"`
+	// Postprocessed marks an output of a worker that ran the output side
+	// (Request.Postprocess): Text is the content the client sees (stop
+	// strings applied; nil for none), ReasoningText the reasoning, and
+	// ToolCalls the tool-call deltas; TokenIDs are the accepted ids (none
+	// after a stop); a stop the worker found ends the stream with
+	// FinishStop and StopReason (the stop string, or the stop token id).
+	// The frontend adds only the OpenAI framing.
+	Postprocessed bool `json:"postprocessed,omitempty"`
+	// ReasoningText is a postprocessed output's reasoning delta.
+	ReasoningText *string `json:"reasoning_text,omitempty"`
+	// ToolCalls are a postprocessed output's tool-call deltas.
+	ToolCalls []ToolCallDelta `json:"tool_calls,omitempty"`
 	// WorkerTraceLink names the worker's engine span; the worker sets it
 	// on a stream's first output, so that a later attempt of the request
 	// (a migration) or its decode half can link to it.
@@ -37,6 +49,18 @@ type Output struct {
 	// adds the cached prefix it counted on. It is not part of the wire
 	// format; engines leave it nil.
 	Placement *Placement `json:"-"`
+}
+
+// ToolCallDelta is one tool call's part of an output, in OpenAI's shape:
+// Index numbers the choice's calls from 0; ID, Type ("function") and Name
+// come with a call's first delta, Arguments is a fragment of its JSON
+// arguments (the whole of them when the parser emits calls whole).
+type ToolCallDelta struct {
+	Index     int    `json:"index"`
+	ID        string `json:"id,omitempty"`
+	Type      string `json:"type,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
 }
 
 // Placement is where a request was routed: the worker instance and, with

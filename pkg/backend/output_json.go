@@ -41,7 +41,7 @@ func (o *Output) isTokensOnly() bool {
 	return o.TokenIDs != nil && o.Tokens == nil && o.Text == nil && o.CumLogProbs == nil &&
 		o.LogProbs == nil && o.TopLogprobs == nil && o.FinishReason == nil && o.StopReason == nil &&
 		o.Index == nil && o.DisaggregatedParams == nil && o.ExtraArgs == nil && o.CompletionUsage == nil &&
-		o.WorkerTraceLink == nil && o.Embedding == nil
+		o.WorkerTraceLink == nil && o.Embedding == nil && !o.Postprocessed && o.ReasoningText == nil && o.ToolCalls == nil
 }
 
 // parseTokensOnly parses exactly {"token_ids":[n,...]} (no spaces, as

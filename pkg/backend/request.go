@@ -40,15 +40,41 @@ type Request struct {
 	// MigratedTokens is how many of TokenIDs' last ids earlier attempts of
 	// the request generated: the migration stage sets it when it re-issues
 	// a broken stream, so that the stages after it can tell a resumed
-	// request (the prefill stage sends it decode-only). It is not sent to
-	// workers.
-	MigratedTokens int `json:"-"`
+	// request (the prefill stage sends it decode-only), and a worker that
+	// postprocesses (Postprocess) can rebuild its output state from them.
+	MigratedTokens int `json:"migrated_tokens,omitempty"`
+	// Postprocess, when set, asks the worker to run the output side of
+	// the request (the model's card says postprocessing "worker"):
+	// detokenize, apply stop strings, split reasoning and parse tool calls,
+	// and send Output.Postprocessed outputs. It carries what the output
+	// parsers need of the OpenAI request.
+	Postprocess *Postprocess `json:"postprocess,omitempty"`
 
 	// HealthCheck marks the worker's canary request (see HealthChecker),
 	// under the reference system's _HEALTH_CHECK key, so an engine can
 	// tell it from real traffic (in its metrics, say). Frontends never
 	// set it.
 	HealthCheck bool `json:"_HEALTH_CHECK,omitempty"`
+}
+
+// Postprocess is what a worker that runs the output side needs of the
+// OpenAI request (Request.Postprocess); the stop strings and stop ids are
+// the request's StopConditions.
+type Postprocess struct {
+	// Chat marks a chat completion, whose output the model's reasoning and
+	// tool-call parsers split; a completion's text is taken as it is.
+	Chat bool `json:"chat,omitempty"`
+	// Thinking is false when the request turned the model's thinking off
+	// (chat_template_args enable_thinking false, thinking disabled).
+	Thinking bool `json:"thinking,omitempty"`
+	// ToolChoice is the request's tool_choice: "none", "auto",
+	// "required" or "function" (ToolName names it). With "required" or
+	// "function" guided decoding held the output to JSON, parsed as calls.
+	ToolChoice string `json:"tool_choice,omitempty"`
+	ToolName   string `json:"tool_name,omitempty"`
+	// Tools are the names of the request's tools, for the tool-call
+	// parser under tool_choice "auto".
+	Tools []string `json:"tools,omitempty"`
 }
 
 // EmbeddingOptions shape an embedding request (Request.Embedding).

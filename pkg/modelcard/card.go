@@ -94,11 +94,11 @@ type RuntimeConfig struct {
 	// worker, on its tokenize endpoint, for the engine's own tokens). See
 	// docs/model-card.md, "Processing modes".
 	Preprocessing string `json:"preprocessing,omitempty"`
-	// Postprocessing says who turns generated token ids into text:
-	// "frontend" (or absent), "worker" (the worker detokenizes with the
-	// model's tokenizer) or "engine" (the engine's own text). Outputs
-	// then carry text; stop strings, tool-call and reasoning parsing stay
-	// on the frontend in every mode.
+	// Postprocessing says who runs the output side: "frontend" (or
+	// absent), "worker" (the worker detokenizes, applies stop strings and
+	// runs its reasoning and tool-call parsers; the frontend only frames
+	// its outputs) or "engine" (the engine's own text, on which the
+	// frontend applies stop strings and parsers).
 	Postprocessing string `json:"postprocessing,omitempty"`
 	// DisaggregatedEndpoint is where a prefill worker listens for the
 	// bootstrap handoff (backend.BootstrapInfo); nil: it does not, and the

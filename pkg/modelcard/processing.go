@@ -8,8 +8,9 @@ const (
 	// ProcessingFrontend: the frontend renders, tokenizes and
 	// detokenizes with the card's files (the default).
 	ProcessingFrontend = "frontend"
-	// ProcessingWorker: the worker detokenizes with the model's
-	// tokenizer (postprocessing only).
+	// ProcessingWorker: the worker runs the output side (postprocessing
+	// only): detokenization with the model's tokenizer, stop strings and
+	// its output parsers; the frontend frames its outputs.
 	ProcessingWorker = "worker"
 	// ProcessingEngine: the engine's native chat template and tokenizer
 	// (preprocessing), or its own detokenizer (postprocessing).

@@ -70,7 +70,16 @@ func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompl
 		completion += len(d.TokenIDs)
 		pending += len(d.TokenIDs)
 		out := parsed{content: d.Text}
-		if plan != nil {
+		switch {
+		case d.Postprocessed:
+			out.reasoning = d.Reasoning
+			for _, tc := range d.ToolCalls {
+				out.calls = append(out.calls, toolCallOf(tc))
+				if tc.ID != "" {
+					c.calls++
+				}
+			}
+		case plan != nil:
 			if c.parser == nil {
 				c.parser = newChoiceParser(plan)
 			}
@@ -102,7 +111,7 @@ func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompl
 		setCalls(&ch.Delta, out.calls, plan)
 		if d.Finish != nil {
 			ch.FinishReason = finishReason(d.Finish)
-			if c.parser != nil && c.parser.called > 0 && d.Finish.Kind != backend.FinishLength {
+			if (c.calls > 0 || c.parser != nil && c.parser.called > 0) && d.Finish.Kind != backend.FinishLength {
 				ch.FinishReason = callFinish(plan)
 			}
 		}
@@ -142,7 +151,7 @@ func setCalls(delta *openai.ChatDelta, calls []openai.ToolCall, plan *outputPlan
 	if len(calls) == 0 {
 		return
 	}
-	if plan.legacy {
+	if plan != nil && plan.legacy {
 		if *calls[0].Index == 0 {
 			f := calls[0].Function
 			delta.FunctionCall = &f
@@ -155,7 +164,7 @@ func setCalls(delta *openai.ChatDelta, calls []openai.ToolCall, plan *outputPlan
 // callFinish is the finish reason of a choice that called tools.
 func callFinish(plan *outputPlan) *string {
 	s := openai.FinishToolCalls
-	if plan.legacy {
+	if plan != nil && plan.legacy {
 		s = openai.FinishFunctionCall
 	}
 	return &s

@@ -98,6 +98,32 @@ type Delta struct {
 	// StoppedLocally reports that the decoder ended the choice while the
 	// engine had not: the caller must tell the engine to stop generating.
 	StoppedLocally bool
+	// Postprocessed marks a delta a worker made (backend.Output
+	// Postprocessed): Text is content, Reasoning and ToolCalls are the
+	// parsers' (the frontend's parsers do not run).
+	Postprocessed bool
+	// Reasoning is a postprocessed delta's reasoning text.
+	Reasoning string
+	// ToolCalls are a postprocessed delta's tool-call deltas.
+	ToolCalls []backend.ToolCallDelta
+}
+
+// postprocessedDelta is the delta of an output a worker postprocessed:
+// its parts as they are.
+func postprocessedDelta(out *backend.Output) Delta {
+	d := Delta{Postprocessed: true, TokenIDs: out.TokenIDs, LogProbs: out.LogProbs, TopLogprobs: out.TopLogprobs,
+		ToolCalls: out.ToolCalls, StopReason: decodeStopReason(out.StopReason)}
+	if out.Text != nil {
+		d.Text = *out.Text
+	}
+	if out.ReasoningText != nil {
+		d.Reasoning = *out.ReasoningText
+	}
+	if out.FinishReason != nil {
+		f := *out.FinishReason
+		d.Finish = &f
+	}
+	return d
 }
 
 // Decoder turns one choice's engine outputs into client text: incremental

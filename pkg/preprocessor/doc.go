@@ -13,9 +13,13 @@
 //
 // Output side: a Decoder per choice detokenizes incrementally, applies stop
 // strings (holding back any text that could still become one), hides stop
-// tokens and EOS, and reports the finish reason. Outputs that carry text
-// (postprocessing "worker", whose worker uses a TextFiller, or "engine")
-// go through the stop strings as they are. Model.Chat and
+// tokens and EOS, and reports the finish reason. Outputs that carry the
+// engine's text (postprocessing "engine") go through the stop strings as
+// they are. A model whose card says postprocessing "worker" has its
+// requests carry backend.Request.Postprocess: the worker runs the whole
+// output side with a Postprocessor (this package's Decoder and output
+// parsers, on the worker), and its outputs (backend.Output.Postprocessed)
+// are framed as they are. Model.Chat and
 // Model.Complete run a request through the next stage (a backend.Generator:
 // the migration stage in the frontend, an engine in tests) and emit Events:
 // the annotations nvext asks for, then the OpenAI chunks (role first,

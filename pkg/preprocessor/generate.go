@@ -56,6 +56,8 @@ type choice struct {
 	// parser splits a chat choice's text into reasoning, content and
 	// tool calls (nil: the text is content).
 	parser *choiceParser
+	// calls counts the tool calls a worker's postprocessed deltas began.
+	calls int
 	// heldLogprobs are the logprobs of tokens whose text is not shown yet
 	// (half a character, text a parser holds back); they go out with the
 	// next chunk.
@@ -110,8 +112,10 @@ func (m *Model) run(ctx context.Context, prep *Prepared, n int, next backend.Gen
 		if c.done {
 			return nil // trailing tokens after a local stop
 		}
-		d, err := c.dec.Step(out)
-		if err != nil {
+		var d Delta
+		if out.Postprocessed {
+			d = postprocessedDelta(out) // the worker decoded, stopped and parsed
+		} else if d, err = c.dec.Step(out); err != nil {
 			return err
 		}
 		c.tokens += len(d.TokenIDs)

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/openai"
 )
 
@@ -96,11 +97,22 @@ func (m *Model) prepareChat(ctx context.Context, req *openai.ChatCompletionReque
 	if err := m.checkRoom(p.Request, "messages"); err != nil {
 		return nil, err
 	}
-	if m.planOutput(req).needsSpecialTokens() && req.SkipSpecialTokens == nil {
+	switch {
+	case m.workerPostprocessing():
+		// The worker runs the output side, parsers included.
+		p.Request.Postprocess = postprocessOf(req)
+	case m.planOutput(req).needsSpecialTokens() && req.SkipSpecialTokens == nil:
 		// The parsers read markers that are special tokens.
 		p.Request.OutputOptions.SkipSpecialTokens = backend.Ptr(false)
 	}
 	return p, nil
+}
+
+// workerPostprocessing reports whether the model's workers run the output
+// side (the card's postprocessing "worker"): requests then carry
+// Request.Postprocess.
+func (m *Model) workerPostprocessing() bool {
+	return m.card.RuntimeConfig.Postprocessing == modelcard.ProcessingWorker
 }
 
 // PrepareCompletion builds one engine request per prompt of a completions
@@ -174,6 +186,9 @@ func (m *Model) prepareCompletion(ctx context.Context, req *openai.CompletionReq
 			return nil, err
 		}
 		out[i] = &Prepared{Request: m.buildRequest(ids, opts, &req.CommonExt), Prompt: pp.text, Index: i}
+		if m.workerPostprocessing() {
+			out[i].Request.Postprocess = &backend.Postprocess{} // text only: no parsers
+		}
 		if err := m.checkRoom(out[i].Request, "prompt"); err != nil {
 			return nil, err
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 )
 
 // Lines the mocker logs in its vLLM API mode (--serve-vllm-api).
@@ -205,7 +208,15 @@ func TestEngineBridge(t *testing.T) {
 // still cut the text in every mode.
 func TestProcessingModes(t *testing.T) {
 	c := newCluster(t, "etcd", "nats")
-	engine := startVLLMEngine(t, "vllm", deterministic...)
+	b, err := json.Marshal(cannedAnswers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	canned := filepath.Join(t.TempDir(), "canned.json")
+	if err := os.WriteFile(canned, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	engine := startVLLMEngine(t, "vllm", append(slices.Clone(deterministic), "--canned-responses", canned)...)
 	modes := []struct {
 		model, pre, post string
 		flags            []string
@@ -223,8 +234,63 @@ func TestProcessingModes(t *testing.T) {
 		workers[m.model] = startProcess(t, m.model, workerBin, statusListening, append(slices.Clone(c.env), "DYN_SYSTEM_PORT=0"), append(args, m.flags...)...)
 		names = append(names, m.model)
 	}
+	// A worker that runs the output side with parsers of its own.
+	parsersArgs := append([]string{"--engine", "vllm", "--engine-url", engine.url, "--model-path", demoModel, "--model-name", "demo-parsers",
+		"--endpoint", "dyn://dynamo.demo-parsers.generate", "--engine-start-timeout", "60s", "--postprocessing", "worker",
+		"--dyn-tool-call-parser", "hermes", "--dyn-reasoning-parser", "deepseek_r1"}, c.args...)
+	startProcess(t, "demo-parsers", workerBin, statusListening, append(slices.Clone(c.env), "DYN_SYSTEM_PORT=0"), parsersArgs...)
 	f := c.startFrontend()
-	f.waitModels(t, names...)
+	f.waitModels(t, append(names, "demo-parsers")...)
+
+	t.Run("the worker splits reasoning and parses tool calls", func(t *testing.T) {
+		body := object{"model": "demo-parsers", "max_tokens": 200, "tools": []any{weatherTool},
+			"messages": []object{{"role": "user", "content": "What is the weather in Paris?"}}}
+		resp, raw := f.post(t, chatPath, body)
+		var r struct {
+			Choices []struct {
+				Message struct {
+					Content          *string `json:"content"`
+					ReasoningContent string  `json:"reasoning_content"`
+					ToolCalls        []struct {
+						ID       string `json:"id"`
+						Function struct {
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"message"`
+				FinishReason string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &r) != nil || len(r.Choices) != 1 {
+			t.Fatalf("status %d: %s", resp.StatusCode, raw)
+		}
+		m := r.Choices[0].Message
+		if m.ReasoningContent != "The user wants the weather; I will call the tool." || m.Content == nil || strings.TrimSpace(*m.Content) != "Let me check." ||
+			len(m.ToolCalls) != 1 || m.ToolCalls[0].ID == "" || m.ToolCalls[0].Function.Name != "get_weather" ||
+			!jsonEqual(m.ToolCalls[0].Function.Arguments, `{"city":"Paris","unit":"celsius"}`) || r.Choices[0].FinishReason != "tool_calls" {
+			t.Errorf("answer %s: want the reasoning, the content and one call of get_weather, parsed on the worker", raw)
+		}
+		// Thinking off (the canned answer has no reasoning block), sent to
+		// the worker with the request.
+		stream := f.sdk.Chat.Completions.NewStreaming(t.Context(), openai.ChatCompletionNewParams{
+			Model:    "demo-parsers",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Both two cities, please.")},
+			Tools:    []openai.ChatCompletionToolUnionParam{weatherTool},
+		}, option.WithJSONSet("chat_template_args", map[string]any{"enable_thinking": false}))
+		defer stream.Close()
+		var acc openai.ChatCompletionAccumulator
+		for stream.Next() {
+			acc.AddChunk(stream.Current())
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if calls := acc.Choices[0].Message.ToolCalls; len(calls) != 2 || calls[0].Function.Name != "get_weather" ||
+			!jsonEqual(calls[1].Function.Arguments, `{"city":"Lima"}`) || acc.Choices[0].FinishReason != "tool_calls" {
+			t.Errorf("streamed message %+v, finish %q: want two calls", acc.Choices[0].Message, acc.Choices[0].FinishReason)
+		}
+	})
 
 	t.Run("/v1/models says each model's processing", func(t *testing.T) {
 		resp, err := f.http.Get(f.url + "/v1/models")
