@@ -445,8 +445,10 @@ func TestServeVLLMAPI(t *testing.T) {
 		}
 		return addr != ""
 	})
+	// The KV event sockets are logged just after the HTTP address.
+	waitFor(t, 10*time.Second, "the KV event sockets' addresses", func() bool { return publishing.MatchString(logs.String()) })
 	if m := publishing.FindStringSubmatch(logs.String()); m == nil || !strings.HasPrefix(m[1], "127.0.0.1:") || !strings.HasPrefix(m[2], "127.0.0.1:") {
-		t.Errorf("no KV events addresses logged")
+		t.Errorf("KV events addresses logged as %q", m)
 	}
 	health := func() int {
 		resp, err := http.Get("http://" + addr + "/health")
