@@ -101,11 +101,11 @@ func (p *postprocessing) Generate(ctx context.Context, req *backend.Request, emi
 		return err
 	}
 	err = p.Engine.Generate(ctx, req, func(o *backend.Output) error {
-		out, done, err := pp.Process(o)
+		outs, done, err := pp.Process(o)
 		if err != nil {
 			return err
 		}
-		if out != nil {
+		for _, out := range outs {
 			if err := emit(out); err != nil {
 				return err
 			}

@@ -72,6 +72,9 @@ type Postprocess struct {
 	// "function" guided decoding held the output to JSON, parsed as calls.
 	ToolChoice string `json:"tool_choice,omitempty"`
 	ToolName   string `json:"tool_name,omitempty"`
+	// SingleToolCall keeps the first call only (parallel_tool_calls
+	// false).
+	SingleToolCall bool `json:"single_tool_call,omitempty"`
 	// Tools are the names of the request's tools, for the tool-call
 	// parser under tool_choice "auto".
 	Tools []string `json:"tools,omitempty"`

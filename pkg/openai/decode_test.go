@@ -238,6 +238,14 @@ func TestToolSchema(t *testing.T) {
 	if r.ToolSchema(ToolChoice{Mode: ToolChoiceAuto}) != nil {
 		t.Error("auto has a schema")
 	}
+	if strings.Contains(string(g.JSON), "maxItems") {
+		t.Errorf("required schema with parallel calls allowed = %s, want no maxItems", g.JSON)
+	}
+	off := false
+	r.ParallelToolCalls = &off
+	if got := string(r.ToolSchema(ToolChoice{Mode: ToolChoiceRequired})); !strings.Contains(got, `"maxItems":1`) {
+		t.Errorf("required schema with parallel_tool_calls false = %s, want maxItems 1", got)
+	}
 }
 
 func TestDecodeAllowUnknownFields(t *testing.T) {

@@ -143,8 +143,9 @@ func checkSchema(raw json.RawMessage) error {
 // ToolSchema returns the JSON schema that guided decoding must hold the
 // output to for tool_choice tc: for "required" an array of one or more
 // {"name", "parameters"} objects, one variant per tool (the schema vLLM
-// and the reference system use); for a named function that function's
-// parameters. It returns nil for "none" and "auto".
+// and the reference system use), of one at most when parallel_tool_calls
+// is false; for a named function that function's parameters. It returns
+// nil for "none" and "auto".
 func (r *ChatCompletionRequest) ToolSchema(tc ToolChoice) json.RawMessage {
 	params := func(t Tool) json.RawMessage {
 		if present(t.Function.Parameters) {
@@ -171,7 +172,11 @@ func (r *ChatCompletionRequest) ToolSchema(tc ToolChoice) json.RawMessage {
 				"required": []string{"name", "parameters"},
 			}
 		}
-		b, _ := json.Marshal(map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"anyOf": variants}})
+		schema := map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"anyOf": variants}}
+		if r.ParallelToolCalls != nil && !*r.ParallelToolCalls {
+			schema["maxItems"] = 1
+		}
+		b, _ := json.Marshal(schema)
 		return b
 	}
 	return nil

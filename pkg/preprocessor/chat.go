@@ -5,6 +5,7 @@ import (
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/openai"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor/toolcall"
 )
 
 // Chat serves one chat completions request as a stream of events: the
@@ -69,68 +70,81 @@ func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompl
 	cached, err := m.run(ctx, prep, n, next, func(c *choice, d Delta) error {
 		completion += len(d.TokenIDs)
 		pending += len(d.TokenIDs)
-		out := parsed{content: d.Text}
+		var parts []parsed
 		switch {
 		case d.Postprocessed:
-			out.reasoning = d.Reasoning
+			// The worker ran the output side: its deltas are shown as
+			// they are (postprocess.go).
+			p := parsed{reasoning: d.Reasoning, content: d.Text}
 			for _, tc := range d.ToolCalls {
-				out.calls = append(out.calls, toolCallOf(tc))
-				if tc.ID != "" {
+				p.calls = append(p.calls, toolcall.CallDelta{Index: tc.Index, Name: tc.Name, ID: tc.ID, Arguments: tc.Arguments})
+				if tc.Name != "" {
 					c.calls++
 				}
 			}
-		case plan != nil:
+			parts = nonEmpty(nil, p)
+		case plan == nil:
+			parts = nonEmpty(nil, parsed{content: d.Text})
+		default:
 			if c.parser == nil {
 				c.parser = newChoiceParser(plan)
 			}
-			out = c.parser.step(d.Text, d.Finish != nil)
+			parts = c.parser.step(d.Text, d.Finish != nil)
 		}
 		var lp *openai.ChatLogprobs
 		if wantLP {
 			lp = chatLP.convert(m, d)
 		}
-		if out.empty() && d.Finish == nil {
-			// Nothing a client can see yet (half a character, text a
-			// parser holds back): its logprobs wait for the next chunk.
-			if lp != nil {
-				c.heldLogprobs = append(c.heldLogprobs, lp.Content...)
+		if len(parts) == 0 {
+			if d.Finish == nil {
+				// Nothing a client can see yet (half a character, text a
+				// parser holds back): its logprobs wait for the next chunk.
+				if lp != nil {
+					c.heldLogprobs = append(c.heldLogprobs, lp.Content...)
+				}
+				return nil
 			}
-			return nil
+			parts = []parsed{{}} // the finish reason alone
 		}
-		ch := openai.ChatChunkChoice{Index: c.index}
-		if !c.roleSent {
-			ch.Delta.Role = "assistant"
-			c.roleSent = true
-		}
-		if out.reasoning != "" {
-			ch.Delta.ReasoningContent = &out.reasoning
-		}
-		if out.content != "" {
-			ch.Delta.Content = &out.content
-		}
-		setCalls(&ch.Delta, out.calls, plan)
-		if d.Finish != nil {
-			ch.FinishReason = finishReason(d.Finish)
-			if (c.calls > 0 || c.parser != nil && c.parser.called > 0) && d.Finish.Kind != backend.FinishLength {
-				ch.FinishReason = callFinish(plan)
+		for k, part := range parts {
+			ch := openai.ChatChunkChoice{Index: c.index}
+			if !c.roleSent {
+				ch.Delta.Role = "assistant"
+				c.roleSent = true
+			}
+			if part.reasoning != "" {
+				ch.Delta.ReasoningContent = &part.reasoning
+			}
+			if part.content != "" {
+				ch.Delta.Content = &part.content
+			}
+			setCalls(&ch.Delta, part.calls, plan)
+			if d.Finish != nil && k == len(parts)-1 {
+				ch.FinishReason = finishReason(d.Finish)
+				if (c.calls > 0 || c.parser != nil && c.parser.called > 0) && d.Finish.Kind != backend.FinishLength {
+					ch.FinishReason = callFinish(plan)
+				}
+			}
+			if k == 0 && wantLP && (lp != nil || len(c.heldLogprobs) > 0) {
+				if lp == nil {
+					lp = &openai.ChatLogprobs{}
+				}
+				lp.Content = append(c.heldLogprobs, lp.Content...)
+				c.heldLogprobs = nil
+				ch.Logprobs = lp
+			}
+			chunk := base
+			chunk.Choices = []openai.ChatChunkChoice{ch}
+			if continuous {
+				chunk.Usage = &openai.Usage{PromptTokens: promptTokens, CompletionTokens: completion, TotalTokens: promptTokens + completion}
+			}
+			st := &Stats{PromptTokens: promptTokens, Tokens: pending, CachedTokens: cachedNow, Placement: c.placement}
+			pending = 0
+			if err := emit(Event{Data: &chunk, Stats: st}); err != nil {
+				return err
 			}
 		}
-		if wantLP && (lp != nil || len(c.heldLogprobs) > 0) {
-			if lp == nil {
-				lp = &openai.ChatLogprobs{}
-			}
-			lp.Content = append(c.heldLogprobs, lp.Content...)
-			c.heldLogprobs = nil
-			ch.Logprobs = lp
-		}
-		chunk := base
-		chunk.Choices = []openai.ChatChunkChoice{ch}
-		if continuous {
-			chunk.Usage = &openai.Usage{PromptTokens: promptTokens, CompletionTokens: completion, TotalTokens: promptTokens + completion}
-		}
-		st := &Stats{PromptTokens: promptTokens, Tokens: pending, CachedTokens: cachedNow, Placement: c.placement}
-		pending = 0
-		return emit(Event{Data: &chunk, Stats: st})
+		return nil
 	}, func(_ int, c int) { cachedNow = &c })
 	if err != nil {
 		return err
@@ -144,21 +158,23 @@ func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompl
 	return nil
 }
 
-// setCalls puts a chunk's tool calls on delta: as tool_calls, or for a
-// request that used the deprecated functions API as function_call (the
-// first call; that API had one).
-func setCalls(delta *openai.ChatDelta, calls []openai.ToolCall, plan *outputPlan) {
+// setCalls puts a chunk's tool-call deltas on delta: as tool_calls, or
+// for a request that used the deprecated functions API as function_call
+// (the first call's; that API had one).
+func setCalls(delta *openai.ChatDelta, calls []toolcall.CallDelta, plan *outputPlan) {
 	if len(calls) == 0 {
 		return
 	}
-	if plan != nil && plan.legacy {
-		if *calls[0].Index == 0 {
-			f := calls[0].Function
-			delta.FunctionCall = &f
-		}
+	if plan == nil || !plan.legacy {
+		delta.ToolCalls = toolCalls(calls)
 		return
 	}
-	delta.ToolCalls = calls
+	for _, tc := range toolCalls(calls) {
+		if *tc.Index == 0 {
+			f := tc.Function
+			delta.FunctionCall = &f
+		}
+	}
 }
 
 // callFinish is the finish reason of a choice that called tools.

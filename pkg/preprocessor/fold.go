@@ -24,8 +24,10 @@ type chatFold struct {
 	hasText   bool
 	hasReason bool
 	tools     []openai.ToolCall
-	indexes   []int // the streamed index of each of tools
+	indexes   []int              // the streamed index of each of tools
+	args      []*strings.Builder // the arguments of each of tools
 	function  *openai.FunctionCall
+	fnArgs    strings.Builder // the arguments of function
 	finish    *string
 	logprobs  *openai.ChatLogprobs
 }
@@ -61,7 +63,7 @@ func (a *ChatAccumulator) Add(c *openai.ChatCompletionChunk) {
 				f.function = &openai.FunctionCall{}
 			}
 			f.function.Name += fc.Name
-			f.function.Arguments = appendArgs(f.function.Arguments, fc.Arguments)
+			f.fnArgs.WriteString(argText(fc.Arguments))
 		}
 		if ch.FinishReason != nil {
 			f.finish = ch.FinishReason
@@ -86,6 +88,12 @@ func (a *ChatAccumulator) Result() *openai.ChatCompletion {
 	}
 	for _, i := range sortedKeys(a.choices) {
 		f := a.choices[i]
+		for k := range f.tools {
+			f.tools[k].Function.Arguments, _ = json.Marshal(f.args[k].String())
+		}
+		if f.function != nil {
+			f.function.Arguments, _ = json.Marshal(f.fnArgs.String())
+		}
 		msg := openai.ChatMessage{Role: "assistant", ToolCalls: f.tools, FunctionCall: f.function}
 		if text := f.content.String(); text != "" || (len(f.tools) == 0 && f.function == nil) {
 			msg.Content = &text // null beside calls and no text, as OpenAI
@@ -111,8 +119,11 @@ func (f *chatFold) addCall(tc openai.ToolCall) {
 				if t.ID == "" {
 					t.ID = tc.ID
 				}
+				if t.Type == "" {
+					t.Type = tc.Type
+				}
 				t.Function.Name += tc.Function.Name
-				t.Function.Arguments = appendArgs(t.Function.Arguments, tc.Function.Arguments)
+				f.args[i].WriteString(argText(tc.Function.Arguments))
 				return
 			}
 		}
@@ -120,24 +131,19 @@ func (f *chatFold) addCall(tc openai.ToolCall) {
 	} else {
 		f.indexes = append(f.indexes, -1-len(f.tools))
 	}
+	b := &strings.Builder{}
+	b.WriteString(argText(tc.Function.Arguments))
+	f.args = append(f.args, b)
 	tc.Index = nil
 	f.tools = append(f.tools, tc)
 }
 
-// appendArgs concatenates two argument fragments, each a JSON string
-// (or, from a lenient client, raw JSON), into one JSON string.
-func appendArgs(a, b json.RawMessage) json.RawMessage {
-	if len(a) == 0 {
-		return b
-	}
-	if len(b) == 0 {
-		return a
-	}
-	out, _ := json.Marshal(argText(a) + argText(b))
-	return out
-}
-
+// argText reads an argument fragment: a JSON string (or, from a lenient
+// client, raw JSON taken as its text).
 func argText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s

@@ -21,10 +21,12 @@ type outputPlan struct {
 	// tool_choice auto; nil: calls are not looked for.
 	tools     *toolcall.Parser
 	toolNames []string
-	// choice is the request's tool_choice. With "required" or a named
-	// function guided decoding held the output to JSON, which is parsed
-	// as such whatever the model's format.
-	choice openai.ToolChoice
+	// guided parses the output of a tool_choice "required" or named
+	// function: guided decoding held it to JSON, which is parsed as such
+	// whatever the model's format.
+	guided *toolcall.Parser
+	// single keeps the first call only (parallel_tool_calls false).
+	single bool
 	// legacy answers with function_call, as the deprecated functions API.
 	legacy bool
 }
@@ -36,13 +38,20 @@ func (m *Model) planOutput(req *openai.ChatCompletionRequest) *outputPlan {
 	if err != nil { // validation refused the request before this
 		tc = openai.ToolChoice{Mode: openai.ToolChoiceNone}
 	}
-	p := &outputPlan{reasoning: m.reasoning, thinking: thinkingOn(req), choice: tc, legacy: req.LegacyFunctions}
-	if tc.Mode == openai.ToolChoiceAuto && m.tools != nil {
-		p.tools = m.tools
-		p.toolNames = req.ToolNames()
+	p := &outputPlan{reasoning: m.reasoning, thinking: thinkingOn(req), legacy: req.LegacyFunctions,
+		single: req.ParallelToolCalls != nil && !*req.ParallelToolCalls}
+	switch tc.Mode {
+	case openai.ToolChoiceAuto:
+		if m.tools != nil {
+			p.tools = m.tools
+			p.toolNames = req.ToolNames()
+		}
+	case openai.ToolChoiceRequired:
+		p.guided = toolcall.Required()
+	case openai.ToolChoiceFunction:
+		p.guided = toolcall.Named(tc.Name)
 	}
-	jsonCalls := tc.Mode == openai.ToolChoiceRequired || tc.Mode == openai.ToolChoiceFunction
-	if p.reasoning == nil && p.tools == nil && !jsonCalls {
+	if p.reasoning == nil && p.tools == nil && p.guided == nil {
 		return nil
 	}
 	return p
@@ -81,16 +90,16 @@ func thinkingOn(req *openai.ChatCompletionRequest) bool {
 type choiceParser struct {
 	plan      *outputPlan
 	reasoning *reasoning.Stream
-	tools     *toolcall.Stream
-	json      strings.Builder // the guided JSON of a required or named choice
-	called    int             // tool calls emitted
+	tools     *toolcall.Stream // the call parser, of the model's format or guided JSON
+	called    int              // tool calls begun
 }
 
-// parsed is what one delta of a choice shows the client.
+// parsed is what one chunk of a choice shows: its reasoning, its
+// content, then its tool-call deltas, in that order.
 type parsed struct {
 	reasoning string
 	content   string
-	calls     []openai.ToolCall
+	calls     []toolcall.CallDelta
 }
 
 func (p parsed) empty() bool { return p.reasoning == "" && p.content == "" && len(p.calls) == 0 }
@@ -100,82 +109,93 @@ func newChoiceParser(plan *outputPlan) *choiceParser {
 	if plan.reasoning != nil {
 		c.reasoning = plan.reasoning.NewStream(plan.thinking)
 	}
-	if plan.tools != nil {
+	switch {
+	case plan.guided != nil:
+		c.tools = plan.guided.NewStream(nil)
+	case plan.tools != nil:
 		c.tools = plan.tools.NewStream(plan.toolNames)
 	}
 	return c
 }
 
-// step parses the next text delta; final flushes what was held back.
+// step parses the next text delta; final flushes what was held back. It
+// returns what the client sees, in order, as one or more chunks' worth:
+// text that follows a call's deltas starts a new chunk, so that a client
+// reading a chunk's content before its tool calls keeps the order.
 // Reasoning is split off first; the rest is searched for tool calls.
-func (c *choiceParser) step(text string, final bool) parsed {
-	var out parsed
+func (c *choiceParser) step(text string, final bool) []parsed {
+	cur := parsed{}
 	content := text
 	if c.reasoning != nil {
-		out.reasoning, content = c.reasoning.Push(text)
+		cur.reasoning, content = c.reasoning.Push(text)
 		if final {
 			r, rest := c.reasoning.Finish()
-			out.reasoning += r
+			cur.reasoning += r
 			content += rest
 		}
 	}
-	var calls []toolcall.Call
-	switch {
-	case c.plan.choice.Mode == openai.ToolChoiceRequired || c.plan.choice.Mode == openai.ToolChoiceFunction:
-		c.json.WriteString(content)
-		content = ""
-		if final {
-			content, calls = c.guidedCalls()
-		}
-	case c.tools != nil:
-		var more []toolcall.Call
-		content, calls = c.tools.Push(content)
-		if final {
-			var rest string
-			rest, more = c.tools.Finish()
-			content += rest
-			calls = append(calls, more...)
-		}
+	if c.tools == nil {
+		cur.content = content
+		return nonEmpty(nil, cur)
 	}
-	out.content = content
-	for _, call := range calls {
-		out.calls = append(out.calls, c.toolCall(call))
+	ds := c.tools.Push(content)
+	if final {
+		ds = append(ds, c.tools.Finish()...)
+	}
+	var out []parsed
+	for _, d := range ds {
+		if d.Call == nil {
+			if len(cur.calls) > 0 {
+				out, cur = append(out, cur), parsed{}
+			}
+			cur.content += d.Content
+			continue
+		}
+		call := *d.Call
+		if c.plan.single && call.Index > 0 {
+			continue // parallel_tool_calls false: the first call only
+		}
+		if call.Name != "" {
+			c.called++
+			if call.ID == "" {
+				call.ID = newCallID()
+			}
+		}
+		if n := len(cur.calls); n > 0 && cur.calls[n-1].Index == call.Index {
+			cur.calls[n-1].Arguments += call.Arguments
+			continue
+		}
+		cur.calls = append(cur.calls, call)
+	}
+	return nonEmpty(out, cur)
+}
+
+func nonEmpty(out []parsed, p parsed) []parsed {
+	if p.empty() {
+		return out
+	}
+	return append(out, p)
+}
+
+// newCallID returns a tool call id in OpenAI's form, "call_" and 24
+// letters and digits.
+func newCallID() string {
+	return "call_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:24]
+}
+
+// toolCalls turns a chunk's call deltas into OpenAI's streaming shape:
+// index, and in a call's first delta its id, type and function name; the
+// arguments fragment as a JSON string.
+func toolCalls(calls []toolcall.CallDelta) []openai.ToolCall {
+	out := make([]openai.ToolCall, len(calls))
+	for k, d := range calls {
+		i := d.Index
+		raw, _ := json.Marshal(d.Arguments) // on the wire the arguments are a JSON string
+		tc := openai.ToolCall{Index: &i, Function: openai.FunctionCall{Arguments: raw}}
+		if d.Name != "" {
+			tc.ID, tc.Type, tc.Function.Name = d.ID, "function", d.Name
+		}
+		out[k] = tc
 	}
 	return out
-}
-
-// guidedCalls parses the JSON guided decoding produced: an array of
-// {name, parameters} for "required", the arguments of the named function
-// otherwise. JSON that does not parse is returned as content.
-func (c *choiceParser) guidedCalls() (string, []toolcall.Call) {
-	text := c.json.String()
-	if c.plan.choice.Mode == openai.ToolChoiceRequired {
-		calls, err := toolcall.ParseRequired(text)
-		if err != nil || len(calls) == 0 {
-			return text, nil
-		}
-		return "", calls
-	}
-	var args bytes.Buffer
-	trimmed := bytes.TrimSpace([]byte(text))
-	if len(trimmed) == 0 || trimmed[0] != '{' || json.Compact(&args, trimmed) != nil {
-		return text, nil
-	}
-	return "", []toolcall.Call{{Name: c.plan.choice.Name, Arguments: args.String()}}
-}
-
-// toolCall gives a parsed call its index in the choice and an id.
-func (c *choiceParser) toolCall(call toolcall.Call) openai.ToolCall {
-	i := c.called
-	c.called++
-	id := call.ID
-	if id == "" {
-		id = "call-" + uuid.NewString()
-	}
-	args := call.Arguments
-	if args == "" {
-		args = "{}"
-	}
-	raw, _ := json.Marshal(args) // on the wire the arguments are a JSON string
-	return openai.ToolCall{Index: &i, ID: id, Type: "function", Function: openai.FunctionCall{Name: call.Name, Arguments: raw}}
 }

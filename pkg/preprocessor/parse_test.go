@@ -94,12 +94,29 @@ func TestReasoningThenToolCallStreamed(t *testing.T) {
 	if reasoning.String() != "The user wants weather." || strings.TrimSpace(content.String()) != "Let me check." {
 		t.Errorf("reasoning %q, content %q", reasoning.String(), content.String())
 	}
-	if len(calls) != 1 {
-		t.Fatalf("tool calls %+v, want one", calls)
+	// One call in fragments, as OpenAI streams one: the first delta has
+	// the index, the id, the type and the name, the later ones the index
+	// and more of the arguments.
+	if len(calls) < 2 {
+		t.Fatalf("tool call deltas %+v, want the call in fragments", calls)
 	}
-	tc := calls[0]
-	if tc.Index == nil || *tc.Index != 0 || !strings.HasPrefix(tc.ID, "call-") || tc.Type != "function" || tc.Function.Name != "get_weather" || argsOf(t, tc)["city"] != "Paris" {
-		t.Errorf("tool call %+v (arguments %s)", tc, tc.Function.Arguments)
+	first := calls[0]
+	if first.Index == nil || *first.Index != 0 || !strings.HasPrefix(first.ID, "call_") || len(first.ID) != 29 || first.Type != "function" || first.Function.Name != "get_weather" {
+		t.Errorf("first delta %+v", first)
+	}
+	var args strings.Builder
+	for i, tc := range calls {
+		var frag string
+		if err := json.Unmarshal(tc.Function.Arguments, &frag); err != nil {
+			t.Fatalf("delta %d: arguments %s are not a JSON string", i, tc.Function.Arguments)
+		}
+		args.WriteString(frag)
+		if i > 0 && (tc.Index == nil || *tc.Index != 0 || tc.ID != "" || tc.Type != "" || tc.Function.Name != "") {
+			t.Errorf("delta %d %+v: want only the index and arguments", i, tc)
+		}
+	}
+	if args.String() != `{"city":"Paris"}` {
+		t.Errorf("arguments %q", args.String())
 	}
 	last := chunks[len(chunks)-1].Choices[0]
 	if last.FinishReason == nil || *last.FinishReason != openai.FinishToolCalls {
@@ -197,6 +214,108 @@ func TestToolChoiceRequiredAndNamed(t *testing.T) {
 	}
 }
 
+// Streamed, the deprecated functions API gets delta.function_call: the
+// name with the first fragment of the arguments, then the rest.
+func TestLegacyFunctionCallStreamed(t *testing.T) {
+	m := parserModel(t, "", "hermes")
+	body := `{"model":"demo","messages":[{"role":"user","content":"weather?"}],"functions":[{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]}`
+	text := `Sure.<tool_call>{"name": "get_weather", "arguments": {"city": "Rome", "unit": "celsius"}}</tool_call>`
+	chunks, _ := chatChunks(t, m, body, text)
+	var fcs []*openai.FunctionCall
+	var finish string
+	for _, c := range chunks {
+		d := c.Choices[0].Delta
+		if len(d.ToolCalls) > 0 {
+			t.Errorf("tool_calls %+v in a functions API answer", d.ToolCalls)
+		}
+		if d.FunctionCall != nil {
+			fcs = append(fcs, d.FunctionCall)
+		}
+		if fr := c.Choices[0].FinishReason; fr != nil {
+			finish = *fr
+		}
+	}
+	if len(fcs) < 2 || fcs[0].Name != "get_weather" || finish != openai.FinishFunctionCall {
+		t.Fatalf("function_call deltas %+v, finish %q", fcs, finish)
+	}
+	var args strings.Builder
+	for i, fc := range fcs {
+		if i > 0 && fc.Name != "" {
+			t.Errorf("delta %d names the function again", i)
+		}
+		var frag string
+		if err := json.Unmarshal(fc.Arguments, &frag); err != nil {
+			t.Fatal(err)
+		}
+		args.WriteString(frag)
+	}
+	if args.String() != `{"city":"Rome","unit":"celsius"}` {
+		t.Errorf("arguments %q", args.String())
+	}
+}
+
+// parallel_tool_calls false keeps the first call, streamed and unary; the
+// derived schema of tool_choice required allows one call.
+func TestParallelToolCallsFalse(t *testing.T) {
+	m := parserModel(t, "", "hermes")
+	text := `<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>` + "\n" +
+		`<tool_call>{"name": "get_weather", "arguments": {"city": "Lima"}}</tool_call>`
+	for _, extra := range []string{"", `,"parallel_tool_calls":false`} {
+		eng := &scripted{ids: encodeIDs(t, m, text), finish: backend.FinishEOS}
+		resp, err := m.ChatUnary(context.Background(), "u", validChat(t, toolBody(extra)), eng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := resp.Choices[0].Message.ToolCalls
+		want := 2
+		if extra != "" {
+			want = 1
+		}
+		if len(calls) != want || argsOf(t, calls[0])["city"] != "Oslo" || *resp.Choices[0].FinishReason != openai.FinishToolCalls {
+			t.Errorf("%q: calls %+v, want %d, the first Oslo", extra, calls, want)
+		}
+		chunks, _ := chatChunks(t, m, toolBody(extra), text)
+		for _, c := range chunks {
+			for _, tc := range c.Choices[0].Delta.ToolCalls {
+				if *tc.Index >= want {
+					t.Errorf("%q: streamed delta of call %d", extra, *tc.Index)
+				}
+			}
+		}
+	}
+	eng := &scripted{ids: encodeIDs(t, m, `[{"name": "get_weather", "parameters": {"city": "Oslo"}}]`), finish: backend.FinishEOS}
+	if _, err := m.ChatUnary(context.Background(), "u", validChat(t, toolBody(`,"tool_choice":"required","parallel_tool_calls":false`)), eng); err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		JSON struct {
+			MaxItems *int `json:"maxItems"`
+		} `json:"json"`
+	}
+	if err := json.Unmarshal(eng.requests[0].SamplingOptions.GuidedDecoding, &g); err != nil || g.JSON.MaxItems == nil || *g.JSON.MaxItems != 1 {
+		t.Errorf("guided decoding %s, want a schema of at most one call", eng.requests[0].SamplingOptions.GuidedDecoding)
+	}
+}
+
+// The guided JSON of tool_choice required and named streams as it comes,
+// not at the end.
+func TestGuidedToolCallsStream(t *testing.T) {
+	m := demoModel(t)
+	for _, c := range []struct{ choice, text string }{
+		{`"required"`, `[{"name": "get_weather", "parameters": {"city": "Paris, the capital of France"}}]`},
+		{`{"type":"function","function":{"name":"get_weather"}}`, `{"city": "Paris, the capital of France"}`},
+	} {
+		chunks, _ := chatChunks(t, m, toolBody(`,"tool_choice":`+c.choice), c.text)
+		var deltas int
+		for _, ch := range chunks {
+			deltas += len(ch.Choices[0].Delta.ToolCalls)
+		}
+		if deltas < 3 {
+			t.Errorf("%s: %d tool call deltas, want the arguments in fragments", c.choice, deltas)
+		}
+	}
+}
+
 func TestLegacyFunctionCall(t *testing.T) {
 	m := parserModel(t, "", "hermes")
 	body := `{"model":"demo","messages":[{"role":"user","content":"weather?"}],"functions":[{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]}`
@@ -273,6 +392,11 @@ func TestStreamedDeltasAddUpToTheUnaryAnswer(t *testing.T) {
 		{"gpt_oss", "harmony", `<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Rome"}<|call|>`},
 		{"", "mistral", `[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Bern"}}]`},
 		{"", "pythonic", `[get_weather(city="Nice", days=[1, 2])]`},
+		{"", "llama3_json", `{"name": "get_weather", "parameters": {"city": "Quito"}}; {"name": "get_weather", "parameters": {"city": "Cusco"}} and text`},
+		{"", "phi4", `Calling functools[{"name": "get_weather", "arguments": {"city": "Baku"}}] done`},
+		{"", "deepseek_v3_1", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"東京\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
+		{"", "qwen3_coder", "<tool_call>\n<function=get_weather>\n<parameter=city>\nAccra\n</parameter>\n</function>\n</tool_call>"},
+		{"", "hermes", `Cut short: <tool_call>{"name": "get_weather", "arguments": {"city": "Ber`},
 	}
 	rng := rand.New(rand.NewPCG(18, 7))
 	for _, o := range outputs {
@@ -295,6 +419,11 @@ func TestStreamedDeltasAddUpToTheUnaryAnswer(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := acc.Result().Choices[0]
+			for _, tc := range got.Message.ToolCalls {
+				if !strings.HasPrefix(tc.ID, "call_") || tc.Type != "function" {
+					t.Fatalf("folded call %+v: want its id and type from its first delta", tc)
+				}
+			}
 			if str(got.Message.Content) != str(want.Message.Content) || str(got.Message.ReasoningContent) != str(want.Message.ReasoningContent) ||
 				*got.FinishReason != *want.FinishReason || !sameCalls(got.Message.ToolCalls, want.Message.ToolCalls) {
 				t.Fatalf("%s/%s %q, round %d:\nstreamed %+v\nunary    %+v", o.reasoning, o.tools, o.text, round, got.Message, want.Message)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/openai"
+	"github.com/dynamo-go/dynamo/pkg/preprocessor/toolcall"
 )
 
 // Postprocessor runs one request's output side where the engine runs: a
@@ -67,17 +68,19 @@ func (m *Model) NewPostprocessor(req *backend.Request) (*Postprocessor, error) {
 // knows it (Request.Postprocess), nil when its text is taken as it is:
 // planOutput's, from the request's fields the frontend sent on.
 func (m *Model) planPostprocess(pp *backend.Postprocess) *outputPlan {
-	tc := openai.ToolChoice{Mode: pp.ToolChoice, Name: pp.ToolName}
-	if tc.Mode == "" {
-		tc.Mode = openai.ToolChoiceNone
+	p := &outputPlan{reasoning: m.reasoning, thinking: pp.Thinking, single: pp.SingleToolCall}
+	switch pp.ToolChoice {
+	case openai.ToolChoiceAuto:
+		if m.tools != nil {
+			p.tools = m.tools
+			p.toolNames = pp.Tools
+		}
+	case openai.ToolChoiceRequired:
+		p.guided = toolcall.Required()
+	case openai.ToolChoiceFunction:
+		p.guided = toolcall.Named(pp.ToolName)
 	}
-	p := &outputPlan{reasoning: m.reasoning, thinking: pp.Thinking, choice: tc}
-	if tc.Mode == openai.ToolChoiceAuto && m.tools != nil {
-		p.tools = m.tools
-		p.toolNames = pp.Tools
-	}
-	jsonCalls := tc.Mode == openai.ToolChoiceRequired || tc.Mode == openai.ToolChoiceFunction
-	if p.reasoning == nil && p.tools == nil && !jsonCalls {
+	if p.reasoning == nil && p.tools == nil && p.guided == nil {
 		return nil
 	}
 	return p
@@ -86,7 +89,8 @@ func (m *Model) planPostprocess(pp *backend.Postprocess) *outputPlan {
 // postprocessOf is what the worker needs of a chat request to run its
 // output side (Request.Postprocess).
 func postprocessOf(req *openai.ChatCompletionRequest) *backend.Postprocess {
-	pp := &backend.Postprocess{Chat: true, Thinking: thinkingOn(req)}
+	pp := &backend.Postprocess{Chat: true, Thinking: thinkingOn(req),
+		SingleToolCall: req.ParallelToolCalls != nil && !*req.ParallelToolCalls}
 	if tc, err := req.ToolChoice(); err == nil {
 		pp.ToolChoice, pp.ToolName = tc.Mode, tc.Name
 	}
@@ -96,11 +100,15 @@ func postprocessOf(req *openai.ChatCompletionRequest) *backend.Postprocess {
 	return pp
 }
 
-// Process turns one engine output into the output the frontend frames.
-// It returns nil for an output of a choice that has ended (tokens the
-// engine generated after a local stop), and done once every choice has
-// ended: the caller then stops the engine's request.
-func (p *Postprocessor) Process(o *backend.Output) (out *backend.Output, done bool, err error) {
+// Process turns one engine output into the outputs the frontend frames:
+// one, or several when the parsers' text comes after a tool call's deltas
+// in the same step (each output shows reasoning, content, then calls, so
+// order survives); the first carries the engine output's token ids and
+// logprobs, the last its finish. It returns none for an output of a
+// choice that has ended (tokens the engine generated after a local stop),
+// and done once every choice has ended: the caller then stops the
+// engine's request.
+func (p *Postprocessor) Process(o *backend.Output) (outs []*backend.Output, done bool, err error) {
 	var i uint32
 	if o.Index != nil {
 		i = *o.Index
@@ -123,35 +131,44 @@ func (p *Postprocessor) Process(o *backend.Output) (out *backend.Output, done bo
 	if err != nil {
 		return nil, false, err
 	}
-	parts := parsed{content: d.Text}
+	parts := nonEmpty(nil, parsed{content: d.Text})
 	if c.parser != nil {
 		parts = c.parser.step(d.Text, d.Finish != nil)
 	}
-	out = &backend.Output{
-		TokenIDs: d.TokenIDs, LogProbs: d.LogProbs, TopLogprobs: d.TopLogprobs, Index: o.Index,
-		FinishReason: d.Finish, Postprocessed: true, Tokens: o.Tokens, CumLogProbs: o.CumLogProbs,
-		DisaggregatedParams: o.DisaggregatedParams, ExtraArgs: o.ExtraArgs, WorkerTraceLink: o.WorkerTraceLink,
+	if len(parts) == 0 {
+		parts = []parsed{{}} // the token ids (and logprobs, finish) alone
 	}
-	if out.TokenIDs == nil {
-		out.TokenIDs = []uint32{}
-	}
-	if parts.content != "" {
-		out.Text = &parts.content
-	}
-	if parts.reasoning != "" {
-		out.ReasoningText = &parts.reasoning
-	}
-	for _, call := range parts.calls {
-		out.ToolCalls = append(out.ToolCalls, toolCallDelta(call))
-	}
-	if d.Finish != nil {
-		c.done = true
-		out.CompletionUsage = o.CompletionUsage
-		if d.StopReason != nil {
-			out.StopReason, _ = json.Marshal(d.StopReason)
+	outs = make([]*backend.Output, len(parts))
+	for k, part := range parts {
+		out := &backend.Output{TokenIDs: []uint32{}, Index: o.Index, Postprocessed: true}
+		if k == 0 {
+			out.TokenIDs, out.LogProbs, out.TopLogprobs = d.TokenIDs, d.LogProbs, d.TopLogprobs
+			out.Tokens, out.CumLogProbs = o.Tokens, o.CumLogProbs
+			out.DisaggregatedParams, out.ExtraArgs, out.WorkerTraceLink = o.DisaggregatedParams, o.ExtraArgs, o.WorkerTraceLink
+			if out.TokenIDs == nil {
+				out.TokenIDs = []uint32{}
+			}
 		}
+		if part.content != "" {
+			out.Text = &part.content
+		}
+		if part.reasoning != "" {
+			out.ReasoningText = &part.reasoning
+		}
+		for _, call := range part.calls {
+			out.ToolCalls = append(out.ToolCalls, toolCallDelta(call))
+		}
+		if k == len(parts)-1 && d.Finish != nil {
+			c.done = true
+			out.FinishReason = d.Finish
+			out.CompletionUsage = o.CompletionUsage
+			if d.StopReason != nil {
+				out.StopReason, _ = json.Marshal(d.StopReason)
+			}
+		}
+		outs[k] = out
 	}
-	return out, p.allDone(), nil
+	return outs, p.allDone(), nil
 }
 
 // allDone reports whether every choice has ended.
@@ -167,27 +184,12 @@ func (p *Postprocessor) allDone() bool {
 	return true
 }
 
-// toolCallDelta is call as a postprocessed output carries it.
-func toolCallDelta(call openai.ToolCall) backend.ToolCallDelta {
-	d := backend.ToolCallDelta{ID: call.ID, Type: call.Type, Name: call.Function.Name}
-	if call.Index != nil {
-		d.Index = *call.Index
-	}
-	var args string
-	if json.Unmarshal(call.Function.Arguments, &args) == nil {
-		d.Arguments = args
-	} else {
-		d.Arguments = string(call.Function.Arguments)
+// toolCallDelta is a parser's call delta as a postprocessed output
+// carries it: id, type and name in the call's first delta only.
+func toolCallDelta(call toolcall.CallDelta) backend.ToolCallDelta {
+	d := backend.ToolCallDelta{Index: call.Index, ID: call.ID, Name: call.Name, Arguments: call.Arguments}
+	if call.Name != "" {
+		d.Type = "function"
 	}
 	return d
-}
-
-// toolCallOf is a postprocessed tool-call delta as a chunk carries it.
-func toolCallOf(d backend.ToolCallDelta) openai.ToolCall {
-	i := d.Index
-	c := openai.ToolCall{Index: &i, ID: d.ID, Type: d.Type, Function: openai.FunctionCall{Name: d.Name}}
-	if d.Arguments != "" {
-		c.Function.Arguments, _ = json.Marshal(d.Arguments)
-	}
-	return c
 }

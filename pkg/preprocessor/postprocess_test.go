@@ -44,11 +44,11 @@ func (p *postprocessed) Generate(ctx context.Context, req *backend.Request, emit
 		return err
 	}
 	err = p.engine.Generate(ctx, req, func(o *backend.Output) error {
-		out, done, err := pp.Process(o)
+		outs, done, err := pp.Process(o)
 		if err != nil {
 			return err
 		}
-		if out != nil {
+		for _, out := range outs {
 			if err := emit(out); err != nil {
 				return err
 			}
@@ -166,11 +166,11 @@ func TestPostprocessorResumesAMigratedRequest(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, id := range ids {
-			out, done, err := pp.Process(backend.Tokens(id))
+			outs, done, err := pp.Process(backend.Tokens(id))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if out != nil {
+			for _, out := range outs {
 				d.add(out)
 			}
 			if done {
@@ -180,11 +180,11 @@ func TestPostprocessorResumesAMigratedRequest(t *testing.T) {
 		if broke {
 			return
 		}
-		out, _, err := pp.Process(backend.EOS())
+		outs, _, err := pp.Process(backend.EOS())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out != nil {
+		for _, out := range outs {
 			d.add(out)
 		}
 	}

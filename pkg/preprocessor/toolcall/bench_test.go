@@ -8,16 +8,20 @@ import (
 )
 
 // BenchmarkLongCall streams a call with 100 KB of arguments (a coding
-// agent writing a file) in 4-byte deltas: the held text is rescanned on
-// every delta only from where the previous scan stopped.
+// agent writing a file) in 4-byte deltas: held text is never rescanned
+// from its start, and a committed call's arguments are passed on as they
+// come, so the cost is linear in the output. Run with
+// go test -bench LongCall ./pkg/preprocessor/toolcall.
 func BenchmarkLongCall(b *testing.B) {
 	text := strings.Repeat("abcd {efgh} ", 8500)
 	outputs := map[string]string{
-		"hermes":      `<tool_call>{"name": "write", "arguments": {"text": "` + text + `"}}</tool_call>`,
-		"llama3_json": `{"name": "write", "parameters": {"text": "` + text + `"}}`,
-		"pythonic":    `[write(text="` + text + `")]`,
-		"qwen3_coder": "<tool_call>\n<function=write>\n<parameter=text>\n" + text + "\n</parameter>\n</function>\n</tool_call>",
-		"harmony":     `<|channel|>commentary to=functions.write <|constrain|>json<|message|>{"text": "` + text + `"}<|call|>`,
+		"hermes":        `<tool_call>{"name": "write", "arguments": {"text": "` + text + `"}}</tool_call>`,
+		"llama3_json":   `{"name": "write", "parameters": {"text": "` + text + `"}}`,
+		"mistral":       `[TOOL_CALLS]write[ARGS]{"text": "` + text + `"}`,
+		"deepseek_v3_1": `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>write<｜tool▁sep｜>{"text": "` + text + `"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>`,
+		"pythonic":      `[write(text="` + text + `")]`,
+		"qwen3_coder":   "<tool_call>\n<function=write>\n<parameter=text>\n" + text + "\n</parameter>\n</function>\n</tool_call>",
+		"harmony":       `<|channel|>commentary to=functions.write <|constrain|>json<|message|>{"text": "` + text + `"}<|call|>`,
 	}
 	for name, out := range outputs {
 		p, _ := toolcall.Lookup(name)
@@ -25,14 +29,13 @@ func BenchmarkLongCall(b *testing.B) {
 			b.SetBytes(int64(len(out)))
 			for b.Loop() {
 				s := p.NewStream(nil)
-				var calls []toolcall.Call
+				var deltas []toolcall.Delta
 				for i := 0; i < len(out); i += 4 {
-					_, k := s.Push(out[i:min(i+4, len(out))])
-					calls = append(calls, k...)
+					deltas = append(deltas, s.Push(out[i:min(i+4, len(out))])...)
 				}
-				_, k := s.Finish()
-				if len(calls)+len(k) != 1 {
-					b.Fatalf("%d calls, want 1", len(calls)+len(k))
+				deltas = append(deltas, s.Finish()...)
+				if _, calls := toolcall.Fold(deltas); len(calls) != 1 {
+					b.Fatalf("%d calls, want 1", len(calls))
 				}
 			}
 		})

@@ -6,54 +6,12 @@ import (
 	"strings"
 )
 
-// Call is one complete tool call found in a model's output.
+// Call is one tool call found in a model's output, whole: what a call's
+// deltas add up to (Fold).
 type Call struct {
-	ID        string // the id the format carries (e.g. kimi-style "functions.get_weather:0"), else "" (the caller assigns one)
+	ID        string // the id the format carries (a call object's "id"), else "" (the caller assigns one)
 	Name      string
-	Arguments string // the arguments as a compact JSON object text ("{}" when the model gave none)
-}
-
-// callFromObject reads a JSON object of the form {"name": ..., "arguments":
-// {...}} ("parameters" is accepted for "arguments"; an "id" string is kept).
-func callFromObject(raw string) (Call, bool) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(raw), &obj); err != nil {
-		return Call{}, false
-	}
-	var name string
-	if err := json.Unmarshal(obj["name"], &name); err != nil || strings.TrimSpace(name) == "" {
-		return Call{}, false
-	}
-	args, ok := obj["arguments"]
-	if !ok {
-		args = obj["parameters"]
-	}
-	text, ok := argumentsText(string(args))
-	if !ok {
-		return Call{}, false
-	}
-	var id string
-	if rawID, ok := obj["id"]; ok {
-		_ = json.Unmarshal(rawID, &id) // a non-string id is ignored
-	}
-	return Call{ID: id, Name: strings.TrimSpace(name), Arguments: text}, true
-}
-
-// callsFromArray reads a non-empty JSON array of call objects.
-func callsFromArray(raw string) ([]Call, bool) {
-	var items []json.RawMessage
-	if err := json.Unmarshal([]byte(raw), &items); err != nil || len(items) == 0 {
-		return nil, false
-	}
-	calls := make([]Call, 0, len(items))
-	for _, it := range items {
-		c, ok := callFromObject(string(it))
-		if !ok {
-			return nil, false
-		}
-		calls = append(calls, c)
-	}
-	return calls, true
+	Arguments string // the arguments as a compact JSON object text ("{}" when the model gave none); cut short if the call was
 }
 
 // argumentsText turns the raw JSON value a model gave as a call's arguments

@@ -4,11 +4,36 @@
 // runs one Stream per response choice over the streamed text deltas (the
 // "jail"): text that cannot be part of a call is released at once as
 // content; text that may be (a start marker, or the start of one at the end
-// of what has arrived) is held until the call completes and comes back as a
-// structured Call. A call that turns out malformed comes back as content,
-// never dropped. Parallel calls come back in order; text before, between
-// and after calls is content. Parse gives the same result as a Stream fed
-// the same text in any pieces.
+// of what has arrived) is held until it is known to be a call or not to be
+// one. Push returns Deltas in output order: content, or pieces of calls in
+// OpenAI's streaming shape (a call's first piece has its index and name,
+// the pieces' argument fragments add up to its arguments). Parallel calls
+// come in order, one after the other; text before, between and after
+// calls is content. Parse (and Fold of a Stream's deltas) gives the same
+// result as a Stream fed the same text in any pieces.
+//
+// # When a call streams
+//
+// For the JSON-bodied formats (hermes, llama3_json, mistral, phi4,
+// deepseek_v3, deepseek_v3_1, harmony, default, and the guided JSON of
+// tool_choice required and named: Required, Named) a call is committed
+// once it is known to be one: its name is known and its arguments have
+// started well, with the object's opening brace, its first key, the colon
+// and the first byte of a valid value (or the whole of an empty object,
+// an arguments string holding an object, null, or no arguments). Until
+// then nothing of it is sent, and a call that fails is content, never
+// dropped. From then on it is a call: its arguments go out as they
+// arrive, byte for byte as the model wrote them less the spaces between
+// JSON tokens, as far as they are well-formed JSON. A committed call that
+// goes wrong keeps what it sent: where a byte breaks its JSON the call
+// ends there and the text from that byte on is content (scanned anew);
+// where the output ends first (a length limit, say), or a marker that
+// ends the call comes first (harmony's <|call|> inside the JSON), its
+// arguments stay cut short, as OpenAI's own API leaves a call cut by
+// max_tokens. A call object's "id" is kept when it comes before the
+// arguments. pythonic and qwen3_coder calls are passed on whole once
+// complete, each in one delta: their Python literals and XML parameters
+// become JSON only at the end.
 //
 // Lookup returns a Parser by name. The names and formats follow the
 // reference system, ai-dynamo/dynamo lib/parsers (src/tool_calling:
@@ -37,11 +62,12 @@
 //   - Formats without an end marker (llama3_json, mistral, phi4, pythonic)
 //     end a call where its JSON (or Python) value closes; the rest of the
 //     output is content.
-//   - Calls are returned whole, not as argument deltas, and a block of
-//     several calls (an array, a DeepSeek block) is all calls or all
-//     content: a malformed member makes the whole block content.
-//   - An unterminated call is content at Finish (upstream often recovers
-//     it), except for harmony, whose <|call|> is a stop token a backend may
-//     hide: a function message ended by the end of the output is a call
-//     when its body is a JSON object, as in the reference system.
+//   - A block of several JSON calls (a list, a DeepSeek block) streams call
+//     by call: its calls up to one that is not a call stand, and the block
+//     ends there, the rest being content. A pythonic list and a
+//     qwen3_coder block are all calls or all content.
+//   - The close marker after a call (</tool_call>, <｜tool▁calls▁end｜>,
+//     [/TOOL_CALLS]) is dropped when it is there and not required: a
+//     committed call stands without it. A call not committed when the
+//     output ends is content.
 package toolcall

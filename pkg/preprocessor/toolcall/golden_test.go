@@ -1,6 +1,7 @@
 package toolcall_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -63,12 +64,33 @@ var goldens = []golden{
 	{name: "no name is content", parser: "hermes",
 		output:  `<tool_call>{"arguments": {}}</tool_call>`,
 		content: `<tool_call>{"arguments": {}}</tool_call>`},
-	{name: "unterminated is content", parser: "hermes",
+	{name: "unterminated before the commit is content", parser: "hermes",
+		output:  `Sure. <tool_call>{"name": "get_weather", "arguments": {"city"`,
+		content: `Sure. <tool_call>{"name": "get_weather", "arguments": {"city"`},
+	{name: "cut short after the commit keeps what it had", parser: "hermes",
 		output:  `Sure. <tool_call>{"name": "get_weather", "arguments": {"city": "Par`,
-		content: `Sure. <tool_call>{"name": "get_weather", "arguments": {"city": "Par`},
-	{name: "complete body without close is content", parser: "hermes",
-		output:  `<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}`,
-		content: `<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}`},
+		content: `Sure. `,
+		calls:   []toolcall.Call{call("get_weather", `{"city":"Par`)}},
+	{name: "a call without its close marker stands", parser: "hermes",
+		output: `<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}`,
+		calls:  []toolcall.Call{call("get_weather", weatherParis)}},
+	{name: "a bad first value is content", parser: "hermes",
+		output:  `<tool_call>{"name": "get_weather", "arguments": {"city": Paris}}</tool_call>`,
+		content: `<tool_call>{"name": "get_weather", "arguments": {"city": Paris}}</tool_call>`},
+	{name: "JSON that breaks after the commit ends the call there", parser: "hermes",
+		output:  `<tool_call>{"name": "f", "arguments": {"a": 1, b}}</tool_call> ok`,
+		content: `b}}</tool_call> ok`,
+		calls:   []toolcall.Call{call("f", `{"a":1,`)}},
+	{name: "arguments before the name", parser: "hermes",
+		output: `<tool_call>{"arguments": {"city": "Paris"}, "name": "get_weather"}</tool_call>`,
+		calls:  []toolcall.Call{call("get_weather", weatherParis)}},
+	{name: "an id before the arguments is kept", parser: "hermes",
+		output: `<tool_call>{"id": "call_7", "name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>`,
+		calls:  []toolcall.Call{{ID: "call_7", Name: "get_weather", Arguments: weatherParis}}},
+	{name: "text between the call and its close marker is content", parser: "hermes",
+		output:  `<tool_call>{"name": "get_time"} oops</tool_call>`,
+		content: ` oops</tool_call>`,
+		calls:   []toolcall.Call{call("get_time", "{}")}},
 	{name: "marker prefix at the end", parser: "hermes", output: "a < b and b <tool_ca", content: "a < b and b <tool_ca"},
 	{name: "qwen25 is hermes", parser: "qwen25",
 		output: "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
@@ -125,9 +147,9 @@ var goldens = []golden{
 	{name: "parallel in one array", parser: "mistral",
 		output: `[TOOL_CALLS][{"name": "add", "arguments": {"a": 3.5, "b": 4}}, {"name": "get_current_weather", "arguments":{"city": "San Francisco", "state": "CA", "unit": "celsius"}}]`,
 		calls:  []toolcall.Call{call("add", `{"a":3.5,"b":4}`), call("get_current_weather", `{"city":"San Francisco","state":"CA","unit":"celsius"}`)}},
-	{name: "ids are kept", parser: "mistral",
-		output: `[TOOL_CALLS][{"name": "add", "arguments": {"a": 1}, "id": "abcDEF123"}]`,
-		calls:  []toolcall.Call{{ID: "abcDEF123", Name: "add", Arguments: `{"a":1}`}}},
+	{name: "an id before the arguments is kept, after them not", parser: "mistral",
+		output: `[TOOL_CALLS][{"name": "add", "id": "abcDEF123", "arguments": {"a": 1}}, {"name": "add", "arguments": {"a": 2}, "id": "late"}]`,
+		calls:  []toolcall.Call{{ID: "abcDEF123", Name: "add", Arguments: `{"a":1}`}, call("add", `{"a":2}`)}},
 	{name: "object with closing marker", parser: "mistral",
 		output:  `[TOOL_CALLS]{"name":"get_weather","arguments":{"city":"Paris"}}[/TOOL_CALLS] ok`,
 		content: ` ok`,
@@ -139,12 +161,21 @@ var goldens = []golden{
 		output:  `Checking. [TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]add[ARGS]{"a": 1}`,
 		content: `Checking. `,
 		calls:   []toolcall.Call{call("get_weather", weatherParis), call("add", `{"a":1}`)}},
-	{name: "malformed array is content", parser: "mistral",
+	{name: "a list that breaks after its calls began", parser: "mistral",
 		output:  `[TOOL_CALLS][{"name": "add", "arguments": {"a": 3.5}}, {"name": "w", "arguments":{"city": "SF"]`,
-		content: `[TOOL_CALLS][{"name": "add", "arguments": {"a": 3.5}}, {"name": "w", "arguments":{"city": "SF"]`},
-	{name: "unterminated is content", parser: "mistral",
-		output:  `[TOOL_CALLS]get_weather[ARGS]{"city": "Par`,
-		content: `[TOOL_CALLS]get_weather[ARGS]{"city": "Par`},
+		content: `]`,
+		calls:   []toolcall.Call{call("add", `{"a":3.5}`), call("w", `{"city":"SF"`)}},
+	{name: "a list whose second call is not one", parser: "mistral",
+		output:  `[TOOL_CALLS][{"name": "add", "arguments": {"a": 3.5}}, {"nom": "w"}] ok`,
+		content: `, {"nom": "w"}] ok`,
+		calls:   []toolcall.Call{call("add", `{"a":3.5}`)}},
+	{name: "an empty list is content", parser: "mistral", output: `[TOOL_CALLS][]`, content: `[TOOL_CALLS][]`},
+	{name: "cut short after the commit keeps what it had", parser: "mistral",
+		output: `[TOOL_CALLS]get_weather[ARGS]{"city": "Par`,
+		calls:  []toolcall.Call{call("get_weather", `{"city":"Par`)}},
+	{name: "cut short before the commit is content", parser: "mistral",
+		output:  `[TOOL_CALLS]get_weather[AR`,
+		content: `[TOOL_CALLS]get_weather[AR`},
 
 	// pythonic
 	{name: "no call", parser: "pythonic", output: "How can I help you today?", content: "How can I help you today?"},
@@ -205,9 +236,15 @@ var goldens = []golden{
 		output:  "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"tz\": \"東京\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜> ok",
 		content: " ok",
 		calls:   []toolcall.Call{call("get_weather", weatherParis), call("get_time", `{"tz":"東京"}`)}},
-	{name: "unterminated is content", parser: "deepseek_v3_1",
-		output:  "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜>",
-		content: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜>"},
+	{name: "a call without the block's end marker stands", parser: "deepseek_v3_1",
+		output: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜>",
+		calls:  []toolcall.Call{call("get_weather", weatherParis)}},
+	{name: "unterminated before the commit is content", parser: "deepseek_v3_1",
+		output:  "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"ci",
+		content: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"ci"},
+	{name: "a call without arguments", parser: "deepseek_v3",
+		output: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+		calls:  []toolcall.Call{call("get_time", "{}")}},
 
 	// qwen3_coder / nemotron_nano
 	{name: "single", parser: "qwen3_coder",
@@ -253,9 +290,15 @@ var goldens = []golden{
 	{name: "call ended by the end of output", parser: "harmony",
 		output: `<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"location":"NYC"}`,
 		calls:  []toolcall.Call{call("get_weather", `{"location":"NYC"}`)}},
-	{name: "truncated JSON is content", parser: "harmony",
-		output:  `<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"location":"NYC<|call|>`,
-		content: `<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"location":"NYC<|call|>`},
+	{name: "a terminator inside the JSON cuts the call", parser: "harmony",
+		output: `<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"location":"NYC<|call|>`,
+		calls:  []toolcall.Call{call("get_weather", `{"location":"NYC`)}},
+	{name: "a body that is not JSON is content", parser: "harmony",
+		output:  `<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>Paris, please<|call|> ok`,
+		content: `<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>Paris, please<|call|> ok`},
+	{name: "a call with an empty body", parser: "harmony",
+		output: `<|channel|>commentary to=functions.get_time <|constrain|>json<|message|><|call|>`,
+		calls:  []toolcall.Call{call("get_time", "{}")}},
 	{name: "unterminated header is content", parser: "harmony",
 		output:  `Hi <|channel|>commentary to=functions.get_weather <|constrain|>json`,
 		content: `Hi <|channel|>commentary to=functions.get_weather <|constrain|>json`},
@@ -278,15 +321,58 @@ var goldens = []golden{
 		output: `{"name": "get_weather", "parameters": {"city": "Paris"}}`,
 		calls:  []toolcall.Call{call("get_weather", weatherParis)}},
 	{name: "no call", parser: "default", output: "Plain answer.", content: "Plain answer."},
+
+	// guided JSON of tool_choice required and named
+	{name: "list", parser: "required",
+		output: `[{"name": "get_weather", "parameters": {"city": "Paris"}}, {"name": "get_time"}]` + "\n",
+		calls:  []toolcall.Call{call("get_weather", weatherParis), call("get_time", "{}")}},
+	{name: "arguments taken for parameters", parser: "required",
+		output: ` [{"name": "get_weather", "arguments": {"city": "Paris"}}]`,
+		calls:  []toolcall.Call{call("get_weather", weatherParis)}},
+	{name: "spaces, nested values, null parameters", parser: "required",
+		output: " [ {\"name\": \"a\", \"parameters\": {\"x\": [1, {\"y\": \"ü\"}]}},\n {\"name\": \"b\", \"parameters\": null} ] ",
+		calls:  []toolcall.Call{call("a", `{"x":[1,{"y":"ü"}]}`), call("b", "{}")}},
+	{name: "not JSON is content", parser: "required", output: "I would rather not.", content: "I would rather not."},
+	{name: "a call in Python is content", parser: "required", output: `get_weather(city="Paris")`, content: `get_weather(city="Paris")`},
+	{name: "an object, not a list, is content", parser: "required",
+		output:  `{"name": "get_weather", "parameters": {}}`,
+		content: `{"name": "get_weather", "parameters": {}}`},
+	{name: "no name is content", parser: "required", output: `[{"parameters": {}}]`, content: `[{"parameters": {}}]`},
+	{name: "parameters not an object is content", parser: "required", output: `[{"name": "f", "parameters": [1]}]`, content: `[{"name": "f", "parameters": [1]}]`},
+	{name: "cut short after the commit", parser: "required",
+		output: `[{"name": "get_weather", "parameters": {"city": "Par`,
+		calls:  []toolcall.Call{call("get_weather", `{"city":"Par`)}},
+	{name: "an empty list is content", parser: "required", output: "[]", content: "[]"},
+	{name: "text after the list is content", parser: "required",
+		output:  `[{"name": "get_time", "parameters": {}}] done`,
+		content: ` done`,
+		calls:   []toolcall.Call{call("get_time", "{}")}},
+	{name: "arguments", parser: "named:get_weather", output: `{"city": "Paris"}`, calls: []toolcall.Call{call("get_weather", weatherParis)}},
+	{name: "empty arguments", parser: "named:get_time", output: "{}\n", calls: []toolcall.Call{call("get_time", "{}")}},
+	{name: "not an object is content", parser: "named:get_weather", output: `["Paris"]`, content: `["Paris"]`},
+}
+
+// lookup returns a registered parser, or the guided JSON parsers by the
+// test names "required" and "named:FUNCTION".
+func lookup(t testing.TB, name string) *toolcall.Parser {
+	t.Helper()
+	switch {
+	case name == "required":
+		return toolcall.Required()
+	case strings.HasPrefix(name, "named:"):
+		return toolcall.Named(strings.TrimPrefix(name, "named:"))
+	}
+	p, err := toolcall.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func TestParseGolden(t *testing.T) {
 	for _, g := range goldens {
 		t.Run(g.parser+"/"+g.name, func(t *testing.T) {
-			p, err := toolcall.Lookup(g.parser)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := lookup(t, g.parser)
 			content, calls := p.Parse(g.output, g.tools)
 			if content != g.content {
 				t.Errorf("content = %q, want %q", content, g.content)

@@ -7,22 +7,15 @@ package toolcall
 //	</tool_call>
 //
 // One call per <tool_call> block; parallel calls are consecutive blocks.
+// The closing marker is part of the block when it follows the call (a
+// call cut short without it still stands).
 const (
 	hermesOpen  = "<tool_call>"
 	hermesClose = "</tool_call>"
 )
 
-func hermesRule() rule {
-	return rule{open: hermesOpen, region: jsonEnclosed(hermesOpen, hermesClose, oneCall)}
-}
+var hermesShape = &jsonShape{open: hermesOpen, close: hermesClose, object: true}
 
-// oneCall decodes a single call object.
-func oneCall(value string) ([]Call, bool) {
-	c, ok := callFromObject(value)
-	if !ok {
-		return nil, false
-	}
-	return []Call{c}, true
-}
+func hermesRule() rule { return rule{open: hermesOpen, region: hermesShape.region} }
 
 func newHermes(tools toolSet) scanner { return newMarked(tools, nil, hermesRule()) }

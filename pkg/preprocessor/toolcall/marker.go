@@ -5,11 +5,126 @@ import "strings"
 // A rule recognises one kind of call region by its opening marker.
 type rule struct {
 	open string
-	// region is called with buf starting with open. It returns the length
-	// of the region and its calls; n == 0 asks for more text, and ok ==
-	// false makes buf[:n] content.
-	region func(buf string, atEnd bool, cx *scanCtx) (n int, calls []Call, ok bool)
+	// region starts reading a region at its marker.
+	region func(cx *scanCtx) region
 }
+
+// A region reads one call region, from its opening marker (or, for a
+// lead, from the start of the output) on, over as many Pushes as it
+// takes. buf always starts at the first undecided byte: the region keeps
+// its place in it across calls, less what it decided.
+type region interface {
+	// read decides a prefix of buf, emitting what it yields, and returns
+	// its length. done reports that the region is over, its last byte
+	// decided; the text after it is scanned anew. !done asks for more
+	// text (at the end of the output a region is always done).
+	read(buf string, atEnd bool, e *emitter) (n int, done bool)
+}
+
+// markedScanner finds call regions that start with fixed markers, and
+// optionally one unmarked call at the start of the output (a lead).
+type markedScanner struct {
+	rules   []rule
+	lead    func(cx *scanCtx) region
+	cx      *scanCtx
+	started bool   // the start of the output has been decided
+	active  region // the region being read, or nil
+}
+
+func newMarked(tools toolSet, lead func(*scanCtx) region, rules ...rule) *markedScanner {
+	return &markedScanner{rules: rules, lead: lead, cx: newScanCtx(tools), started: lead == nil}
+}
+
+func (s *markedScanner) next(buf string, atEnd bool, e *emitter) int {
+	n := s.decide(buf, atEnd, e)
+	if n > 0 {
+		s.cx.reset()
+	}
+	return n
+}
+
+func (s *markedScanner) decide(buf string, atEnd bool, e *emitter) int {
+	if !s.started {
+		s.started = true
+		s.active = s.lead(s.cx)
+	}
+	if s.active != nil {
+		n, done := s.active.read(buf, atEnd, e)
+		if done {
+			s.active = nil
+		}
+		if n > 0 || !done {
+			return n
+		}
+	}
+	at, r := -1, rule{}
+	for _, cand := range s.rules {
+		if i := strings.Index(buf, cand.open); i >= 0 && (at < 0 || i < at) {
+			at, r = i, cand
+		}
+	}
+	switch {
+	case at < 0:
+		if !atEnd {
+			if p := partialMarker(buf, s.opens()); p >= 0 {
+				e.content(buf[:p])
+				return p
+			}
+		}
+		e.content(buf)
+		return len(buf)
+	case at > 0:
+		e.content(buf[:at])
+		return at
+	}
+	s.active = r.region(s.cx)
+	return s.decide(buf, atEnd, e)
+}
+
+func (s *markedScanner) opens() []string {
+	out := make([]string, len(s.rules))
+	for i, r := range s.rules {
+		out[i] = r.open
+	}
+	return out
+}
+
+// wholeRegion adapts a region function that reads a region whole: it
+// returns the region's length and its calls once the region is complete
+// (n == 0 asks for more text), ok == false making buf[:n] content. Its
+// calls are emitted whole, each in one delta.
+type wholeRegion struct {
+	fn func(buf string, atEnd bool, cx *scanCtx) (n int, calls []Call, ok bool)
+	cx *scanCtx
+}
+
+func whole(fn func(string, bool, *scanCtx) (int, []Call, bool)) func(*scanCtx) region {
+	return func(cx *scanCtx) region { return &wholeRegion{fn: fn, cx: cx} }
+}
+
+func (w *wholeRegion) read(buf string, atEnd bool, e *emitter) (int, bool) {
+	n, calls, ok := w.fn(buf, atEnd, w.cx)
+	switch {
+	case n < 0: // a lead that is not there
+		return 0, true
+	case n == 0 && atEnd:
+		e.content(buf)
+		return len(buf), true
+	case n == 0:
+		return 0, false
+	case !ok:
+		e.content(buf[:n])
+	default:
+		for _, c := range calls {
+			e.call(c)
+		}
+	}
+	return n, true
+}
+
+// leadFunc recognises a call that has no marker and is only taken at the
+// very start of an output, read whole (a pythonic list).
+type leadFunc func(buf string, atEnd bool, cx *scanCtx) (n int, calls []Call, ok bool, v leadVerdict)
 
 // leadVerdict is what a lead function decides about the start of an output.
 type leadVerdict int
@@ -20,79 +135,20 @@ const (
 	leadFound                    // buf[:n] is a region (content when !ok)
 )
 
-// leadFunc recognises a call that has no marker and is only taken at the
-// very start of an output (llama3_json's plain JSON, a pythonic list).
-type leadFunc func(buf string, atEnd bool, cx *scanCtx) (n int, calls []Call, ok bool, v leadVerdict)
-
-// markedScanner finds call regions that start with fixed markers, and
-// optionally one unmarked call at the start of the output.
-type markedScanner struct {
-	rules   []rule
-	lead    leadFunc
-	cx      *scanCtx
-	started bool // the start of the output has been decided
-}
-
-func newMarked(tools toolSet, lead leadFunc, rules ...rule) *markedScanner {
-	return &markedScanner{rules: rules, lead: lead, cx: newScanCtx(tools), started: lead == nil}
-}
-
-func (s *markedScanner) next(buf string, atEnd bool) (int, string, []Call) {
-	n, content, calls := s.decide(buf, atEnd)
-	if n > 0 {
-		s.cx.reset()
-	}
-	return n, content, calls
-}
-
-func (s *markedScanner) decide(buf string, atEnd bool) (int, string, []Call) {
-	if !s.started {
-		n, calls, ok, v := s.lead(buf, atEnd, s.cx)
-		switch v {
-		case leadMore:
-			return 0, "", nil
-		case leadFound:
-			s.started = true
-			if !ok {
-				return n, buf[:n], nil
+// wholeLead adapts a leadFunc.
+func wholeLead(fn leadFunc) func(*scanCtx) region {
+	return func(cx *scanCtx) region {
+		return &wholeRegion{cx: cx, fn: func(buf string, atEnd bool, cx *scanCtx) (int, []Call, bool) {
+			n, calls, ok, v := fn(buf, atEnd, cx)
+			switch v {
+			case leadMore:
+				return 0, nil, false
+			case leadNone:
+				return -1, nil, false
 			}
-			return n, "", calls
-		}
-		s.started = true
+			return n, calls, ok
+		}}
 	}
-	at, r := -1, rule{}
-	for _, cand := range s.rules {
-		if i := strings.Index(buf, cand.open); i >= 0 && (at < 0 || i < at) {
-			at, r = i, cand
-		}
-	}
-	if at < 0 {
-		if !atEnd {
-			if p := partialMarker(buf, s.opens()); p >= 0 {
-				return p, buf[:p], nil
-			}
-		}
-		return len(buf), buf, nil
-	}
-	if at > 0 {
-		return at, buf[:at], nil
-	}
-	n, calls, ok := r.region(buf, atEnd, s.cx)
-	switch {
-	case n == 0:
-		return 0, "", nil
-	case !ok:
-		return n, buf[:n], nil
-	}
-	return n, "", calls
-}
-
-func (s *markedScanner) opens() []string {
-	out := make([]string, len(s.rules))
-	for i, r := range s.rules {
-		out[i] = r.open
-	}
-	return out
 }
 
 // partialMarker returns the start of the longest suffix of buf that is a
@@ -138,36 +194,6 @@ func enclosed(open, close string, body func(string) ([]Call, bool)) func(string,
 		}
 		calls, ok := body(buf[len(open):end])
 		return end + len(close), calls, ok
-	}
-}
-
-// jsonEnclosed returns a region function for a JSON value written between
-// open and close. The value is scanned first, so a close marker inside a
-// JSON string does not end the region early; a body that is not a single
-// JSON value ends at the first close marker and is content.
-func jsonEnclosed(open, close string, decode func(value string) ([]Call, bool)) func(string, bool, *scanCtx) (int, []Call, bool) {
-	fallback := enclosed(open, close, func(string) ([]Call, bool) { return nil, false })
-	return func(buf string, atEnd bool, cx *scanCtx) (int, []Call, bool) {
-		i := skipSpace(buf, len(open))
-		if i == len(buf) {
-			return 0, nil, false
-		}
-		if c := buf[i]; c != '{' && c != '[' {
-			return fallback(buf, atEnd, cx)
-		}
-		n := cx.valueEnd(buf, i, `"`)
-		if n == 0 {
-			return 0, nil, false
-		}
-		j := skipSpace(buf, i+n)
-		switch rest := buf[j:]; {
-		case strings.HasPrefix(rest, close):
-			calls, ok := decode(buf[i : i+n])
-			return j + len(close), calls, ok
-		case len(rest) < len(close) && strings.HasPrefix(close, rest):
-			return 0, nil, false
-		}
-		return fallback(buf, atEnd, cx)
 	}
 }
 

@@ -9,7 +9,9 @@ package toolcall
 // the wrapper the list is a call wherever it appears. Without it, only an
 // output that starts with such a list (after spaces) holds calls, and only
 // when every name is a declared function. Strings, numbers, True, False,
-// None, lists, tuples and dicts become their JSON counterparts.
+// None, lists, tuples and dicts become their JSON counterparts. A call
+// is passed on whole once the list is complete: Python literals become
+// JSON only then.
 const (
 	pyStart = "<|python_start|>"
 	pyEnd   = "<|python_end|>"
@@ -80,5 +82,5 @@ func listOfCallsStart(s string) scanStatus {
 }
 
 func newPythonic(tools toolSet) scanner {
-	return newMarked(tools, pythonicLead, rule{open: pyStart, region: pythonicWrapped})
+	return newMarked(tools, wholeLead(pythonicLead), rule{open: pyStart, region: whole(pythonicWrapped)})
 }

@@ -17,7 +17,9 @@ import (
 //
 // A parameter's value loses one leading and one trailing newline; it is
 // taken as JSON when it parses as JSON (numbers, true, objects, ...), else
-// as a string. The request's parameter schema is not consulted.
+// as a string. The request's parameter schema is not consulted. The
+// calls of a block are passed on whole once the block is complete: a
+// value's JSON form is known only at its end.
 const (
 	qcFunction      = "<function="
 	qcFunctionClose = "</function>"
@@ -108,5 +110,5 @@ func paramValue(v string) string {
 }
 
 func newQwen3Coder(tools toolSet) scanner {
-	return newMarked(tools, nil, rule{open: hermesOpen, region: enclosed(hermesOpen, hermesClose, qwen3CoderBody)})
+	return newMarked(tools, nil, rule{open: hermesOpen, region: whole(enclosed(hermesOpen, hermesClose, qwen3CoderBody))})
 }

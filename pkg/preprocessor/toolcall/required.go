@@ -1,43 +1,28 @@
 package toolcall
 
-import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"strings"
+// The output of a request whose tool_choice is "required" or names a
+// function: guided decoding held the engine to JSON (a schema derived
+// from the tools, as vLLM and the reference system derive it), so the
+// output is parsed as that JSON whatever the model's own format. Text
+// that is not that JSON is content. Spaces after the JSON are dropped.
+var (
+	requiredShape = &jsonShape{list: true, trailing: true}
+	requiredP     = &Parser{name: "tool_choice_required", newScan: func(tools toolSet) scanner {
+		return newMarked(tools, requiredShape.region)
+	}}
 )
 
-// ErrMalformed is returned (wrapped) by ParseRequired when the output is
-// not a non-empty JSON array of named calls.
-var ErrMalformed = errors.New("toolcall: malformed tool call output")
+// Required returns the parser of a tool_choice "required" output: a
+// JSON array of {"name": ..., "parameters": {...}} objects ("arguments"
+// is taken for "parameters"; missing or null parameters are "{}"). Its
+// calls stream as the others do (see the package doc).
+func Required() *Parser { return requiredP }
 
-// ParseRequired parses the output of a tool_choice "required" request, which guided decoding
-// constrained to a JSON array of {"name": ..., "parameters": {...}} objects (vLLM's and the reference system's schema).
-// Missing or null parameters are "{}"; "arguments" is accepted for
-// "parameters". The calls carry no ID.
-func ParseRequired(text string) ([]Call, error) {
-	var items []map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(strings.TrimSpace(text)), &items); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
-	}
-	if len(items) == 0 {
-		return nil, fmt.Errorf("%w: no calls in a tool_choice required output", ErrMalformed)
-	}
-	calls := make([]Call, 0, len(items))
-	for i, it := range items {
-		var name string
-		if err := json.Unmarshal(it["name"], &name); err != nil || name == "" {
-			return nil, fmt.Errorf("%w: call %d has no name", ErrMalformed, i)
-		}
-		params, ok := it["parameters"]
-		if !ok {
-			params = it["arguments"]
-		}
-		args, ok := argumentsText(string(params))
-		if !ok {
-			return nil, fmt.Errorf("%w: call %d (%s): parameters are not a JSON object", ErrMalformed, i, name)
-		}
-		calls = append(calls, Call{Name: name, Arguments: args})
-	}
-	return calls, nil
+// Named returns the parser of the output of a tool_choice that names
+// function name: the JSON object of its arguments, one call.
+func Named(name string) *Parser {
+	sh := &jsonShape{argsOf: name, trailing: true}
+	return &Parser{name: "tool_choice_function", newScan: func(tools toolSet) scanner {
+		return newMarked(tools, sh.region)
+	}}
 }

@@ -3,6 +3,7 @@ package toolcall_test
 import (
 	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -27,22 +28,71 @@ func randomSplit(r *rand.Rand, s string) []string {
 	return pieces
 }
 
-// streamed feeds pieces to a fresh Stream and returns what it yields.
+// streamed feeds pieces to a fresh Stream, checks the shape of the deltas
+// it yields (see checkDeltas), and folds them.
 func streamed(t *testing.T, p *toolcall.Parser, tools []string, pieces []string) (string, []toolcall.Call) {
 	t.Helper()
 	s := p.NewStream(tools)
-	var content string
-	var calls []toolcall.Call
+	var all []toolcall.Delta
 	for _, piece := range pieces {
-		c, k := s.Push(piece)
-		if !utf8.ValidString(c) {
-			t.Fatalf("Push(%q) released %q, which ends inside a UTF-8 sequence", piece, c)
+		ds := s.Push(piece)
+		for _, d := range ds {
+			text := d.Content
+			if d.Call != nil {
+				text = d.Call.Arguments
+			}
+			if !utf8.ValidString(text) {
+				t.Fatalf("Push(%q) released %q, which ends inside a UTF-8 sequence", piece, text)
+			}
 		}
-		content += c
-		calls = append(calls, k...)
+		all = append(all, ds...)
 	}
-	c, k := s.Finish()
-	return content + c, append(calls, k...)
+	all = append(all, s.Finish()...)
+	checkDeltas(t, all)
+	return toolcall.Fold(all)
+}
+
+// checkDeltas checks the streaming shape of a Stream's deltas: calls are
+// numbered from 0 in order, a call's first delta (and only that one)
+// names it, its deltas are not interleaved with another call's, and no
+// delta is empty.
+func checkDeltas(t *testing.T, ds []toolcall.Delta) {
+	t.Helper()
+	cur := -1
+	for i, d := range ds {
+		if d.Call == nil {
+			if d.Content == "" {
+				t.Fatalf("delta %d is empty: %+v", i, ds)
+			}
+			continue
+		}
+		c := d.Call
+		switch {
+		case c.Index == cur+1:
+			if c.Name == "" {
+				t.Fatalf("delta %d starts call %d without a name: %s", i, c.Index, show(ds))
+			}
+			cur = c.Index
+		case c.Index != cur:
+			t.Fatalf("delta %d is of call %d while call %d is the latest: %s", i, c.Index, cur, show(ds))
+		case c.Name != "" || c.ID != "":
+			t.Fatalf("delta %d names call %d again: %s", i, c.Index, show(ds))
+		case c.Arguments == "":
+			t.Fatalf("delta %d of call %d is empty: %s", i, c.Index, show(ds))
+		}
+	}
+}
+
+func show(ds []toolcall.Delta) string {
+	var b []string
+	for _, d := range ds {
+		if d.Call == nil {
+			b = append(b, fmt.Sprintf("content %q", d.Content))
+		} else {
+			b = append(b, fmt.Sprintf("call %d %q %q %q", d.Call.Index, d.Call.ID, d.Call.Name, d.Call.Arguments))
+		}
+	}
+	return "[" + strings.Join(b, ", ") + "]"
 }
 
 // TestAnySplitMatchesParse checks the streaming invariant: however an
@@ -70,10 +120,7 @@ func TestAnySplitMatchesParse(t *testing.T) {
 		}
 	}
 	for ci, g := range cases {
-		p, err := toolcall.Lookup(g.parser)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := lookup(t, g.parser)
 		wantContent, wantCalls := p.Parse(g.output, g.tools)
 		for seed := range 25 {
 			r := rand.New(rand.NewSource(int64(ci*1000 + seed)))
@@ -97,6 +144,7 @@ var fragments = []string{
 	"<|start|>assistant", "<|channel|>", "final", "analysis", "commentary", " to=functions.f", " to=browser.x",
 	"<|constrain|>json", "<|message|>", "<|end|>", "<|call|>", "<|return|>",
 	`{"name": "f", "arguments": {"a": 1}}`, `{"name":"g","parameters":{}}`, `[{"name": "f", "arguments": {}}]`,
+	`{"name": "f", "arguments": {"a": "`, `{"a": [1, 2.5e3, true, null]`, `"x\\"y"`, `, "id": "c1"`, `{"arguments": "{}", "name": "f"}`,
 	"[f(a=1)]", "f(x='y')", "{", "}", "[", "]", "(", ")", `"`, "'", `\`, ";", ",", "\n", " ",
 	"hello", "é", "☀", "<", "<|", "```json\n", "\n```",
 }
@@ -106,8 +154,8 @@ var fragments = []string{
 // prefixes of markers meet in ways no golden case spells out.
 func TestRandomOutputsAnySplit(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
-	for _, name := range toolcall.Names() {
-		p, _ := toolcall.Lookup(name)
+	for _, name := range append(toolcall.Names(), "required", "named:f") {
+		p := lookup(t, name)
 		for range 150 {
 			var b []byte
 			for range r.Intn(12) + 1 {
