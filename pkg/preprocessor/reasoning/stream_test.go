@@ -82,6 +82,59 @@ func TestGptOssTranscript(t *testing.T) {
 	})
 }
 
+// Granite writes its reasoning between two phrases, in either spelling;
+// a phrase split across deltas is held until it is whole or cannot be.
+// Facts from vLLM's test_granite_reasoning_parser.py (streaming cases).
+func TestGraniteTranscript(t *testing.T) {
+	runTranscript(t, "granite", true, []step{
+		{in: "Here's my"}, // may be the start phrase
+		{in: " thought process:"},
+		{in: " 9.11 has more digits,", reasoning: " 9.11 has more digits,"},
+		{in: " but 9.8 is larger. Here", reasoning: " but 9.8 is larger. "}, // may end it
+		{in: "'s my resp"},
+		{in: "onse: 9.8 is", content: " 9.8 is"},
+		{in: " greater. Here is my response: no", content: " greater. Here is my response: no"}, // no markers after the block
+		{in: finish},
+	})
+	runTranscript(t, "granite", true, []step{
+		{in: "Here is my thou"},
+		{in: "ght failure", content: "Here is my thought failure"}, // not the phrase after all
+		{in: " Here is my thought process: late", content: " Here is my thought process: late"},
+		{in: finish},
+	})
+	runTranscript(t, "granite", true, []step{
+		{in: "Here is my thought process:"},
+		{in: " still thinking when cut", reasoning: " still thinking when cut"},
+		{in: " Here is my", reasoning: " "},
+		{in: finish, reasoning: "Here is my"}, // a partial phrase at the end is reasoning text
+	})
+}
+
+// Mistral's [THINK] block: the prompt may open it (forced), it may open
+// again later, and its markers are special tokens (kept for the parser).
+// Facts from vLLM's test_mistral_reasoning_parser.py.
+func TestMistralTranscript(t *testing.T) {
+	runTranscript(t, "mistral", true, []step{
+		{in: "[THI"},
+		{in: "NK]Let me", reasoning: "Let me"},
+		{in: " count: 1, 2[/TH", reasoning: " count: 1, 2"},
+		{in: "INK]"},
+		{in: "Three.[THINK]Check", content: "Three.", reasoning: "Check"},
+		{in: "ed.[/THINK] Done", reasoning: "ed.", content: " Done"},
+		{in: finish},
+	})
+	runTranscript(t, "mistral", true, []step{
+		{in: "Forced", reasoning: "Forced"}, // the prompt opened the block
+		{in: " open.[/THINK]", reasoning: " open."},
+		{in: "Answer [/THINK]", content: "Answer [/THINK]"},
+		{in: finish},
+	})
+	runTranscript(t, "mistral", true, []step{
+		{in: "[THINK]cut short", reasoning: "cut short"},
+		{in: finish},
+	})
+}
+
 // TestSplitsAgreeWithParse feeds every case through Push at random split
 // points (fixed seeds, many splits per case) and checks that what a client
 // sees in total is what Parse gives.
