@@ -57,16 +57,20 @@ func loadCanned(path string) ([]cannedEntry, error) {
 // cannedScript is an entry with its texts encoded.
 type cannedScript struct {
 	contains string
-	ids      [][]uint32 // per choice, the last repeated
+	texts    []string   // per choice, the last repeated
+	ids      [][]uint32 // the texts encoded
 }
 
-// newScript returns the engine's Config.Script: a request whose prompt,
+// newScript returns the engine's Config.Script. A request whose prompt,
 // decoded with tok (special tokens kept), contains an entry's
 // prompt_contains gets the first such entry's text, encoded with tok (so
-// that special and added tokens written in it are their ids); failing
-// that, a request with guided decoding gets what it asks for
+// that special and added tokens written in it are their ids), unless the
+// request has guided decoding the text does not satisfy: guided decoding
+// wins, as it would in a real engine. A request with guided decoding and
+// no canned text that satisfies it gets what the guided decoding asks for
 // (mocker.GuidedText: an instance of its JSON schema, or its first
-// choice). Any other request is generated as usual.
+// choice); regex and grammar constraints are not followed, and do not
+// stop a canned text. Any other request is generated as usual.
 func newScript(tok *tokenizer.Tokenizer, entries []cannedEntry, log *slog.Logger) (func(*backend.Request, int) ([]uint32, bool), error) {
 	scripts := make([]cannedScript, len(entries))
 	for i, e := range entries {
@@ -74,7 +78,7 @@ func newScript(tok *tokenizer.Tokenizer, entries []cannedEntry, log *slog.Logger
 		if e.Text != nil {
 			texts = []string{*e.Text}
 		}
-		scripts[i].contains = e.PromptContains
+		scripts[i].contains, scripts[i].texts = e.PromptContains, texts
 		for _, t := range texts {
 			ids, err := tok.Encode(t, false)
 			if err != nil {
@@ -84,17 +88,20 @@ func newScript(tok *tokenizer.Tokenizer, entries []cannedEntry, log *slog.Logger
 		}
 	}
 	return func(req *backend.Request, choice int) ([]uint32, bool) {
-		if len(scripts) > 0 {
-			prompt, err := tok.Decode(req.TokenIDs, false)
-			if err == nil {
-				for _, s := range scripts {
-					if strings.Contains(prompt, s.contains) {
-						return s.ids[min(choice, len(s.ids)-1)], true
-					}
-				}
+		guided := req.SamplingOptions.GuidedDecoding
+		if s := matchCanned(tok, scripts, req); s != nil {
+			k := min(choice, len(s.ids)-1)
+			accepted, checked, err := mocker.GuidedAccepts(guided, s.texts[k])
+			switch {
+			case err != nil:
+				log.Warn("mocker: guided decoding not followed", "err", err)
+				return s.ids[k], true
+			case !checked || accepted:
+				return s.ids[k], true
 			}
+			log.Debug("mocker: the canned answer does not satisfy the request's guided decoding; following the guided decoding", "prompt_contains", s.contains)
 		}
-		text, ok, err := mocker.GuidedText(req.SamplingOptions.GuidedDecoding)
+		text, ok, err := mocker.GuidedText(guided)
 		if err != nil {
 			log.Warn("mocker: guided decoding not followed", "err", err)
 			return nil, false
@@ -109,4 +116,22 @@ func newScript(tok *tokenizer.Tokenizer, entries []cannedEntry, log *slog.Logger
 		}
 		return ids, true
 	}, nil
+}
+
+// matchCanned returns the first script whose prompt_contains the
+// request's prompt contains, or nil.
+func matchCanned(tok *tokenizer.Tokenizer, scripts []cannedScript, req *backend.Request) *cannedScript {
+	if len(scripts) == 0 {
+		return nil
+	}
+	prompt, err := tok.Decode(req.TokenIDs, false)
+	if err != nil {
+		return nil
+	}
+	for i := range scripts {
+		if strings.Contains(prompt, scripts[i].contains) {
+			return &scripts[i]
+		}
+	}
+	return nil
 }

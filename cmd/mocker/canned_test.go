@@ -26,6 +26,7 @@ func TestCannedResponsesAnswerThroughTheEngine(t *testing.T) {
 	const weather = `<|im_start|>{"name": "get_weather", "arguments": {"city": "Paris"}}<|im_end|>`
 	if err := writeFile(file, `[
 		{"prompt_contains": "weather in Paris", "text": `+jsonString(weather)+`},
+		{"prompt_contains": "guided Oslo", "text": "{\"city\": \"Oslo\"}"},
 		{"prompt_contains": "weather", "texts": ["first answer", "second answer"]}
 	]`); err != nil {
 		t.Fatal(err)
@@ -115,6 +116,23 @@ func TestCannedResponsesAnswerThroughTheEngine(t *testing.T) {
 	texts, _ = answer("<|im_start|>user\nnothing canned", 1, `{"choice":["yes","no"]}`)
 	if texts[0] != "yes" {
 		t.Errorf("guided choice answer %q", texts[0])
+	}
+
+	// Guided decoding wins over a canned answer that does not satisfy it
+	// (as tool_choice required over a model's own call format), and a
+	// canned answer that does is said.
+	const city = `{"json":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}`
+	texts, _ = answer(chat, 1, city)
+	if texts[0] != `{"city":"string"}` {
+		t.Errorf("guided answer to a canned prompt %q, want the schema's instance", texts[0])
+	}
+	texts, _ = answer("<|im_start|>user\nguided Oslo", 1, city)
+	if texts[0] != `{"city": "Oslo"}` {
+		t.Errorf("canned answer that satisfies the schema %q, want it said", texts[0])
+	}
+	texts, _ = answer("<|im_start|>user\nweather in Rome?", 2, `{"choice":["first answer"]}`)
+	if want := []string{"first answer", "first answer"}; !slices.Equal(texts, want) {
+		t.Errorf("guided choice against canned texts %q, want %q", texts, want)
 	}
 }
 

@@ -64,7 +64,66 @@ func TestSchemaInstance(t *testing.T) {
 			if string(again) != string(got) {
 				t.Errorf("not deterministic: %s then %s", got, again)
 			}
+			if ok, err := SchemaAccepts([]byte(tc.schema), got); !ok || err != nil {
+				t.Errorf("SchemaAccepts(%s, %s) = %v, %v: an instance must be accepted", tc.schema, got, ok, err)
+			}
 		})
+	}
+}
+
+func TestSchemaAccepts(t *testing.T) {
+	weather := `{"type":"object","properties":{"city":{"type":"string","minLength":2},"unit":{"enum":["celsius","fahrenheit"]},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city"],"additionalProperties":false}`
+	required := `{"type":"array","minItems":1,"maxItems":1,"items":{"anyOf":[{"type":"object","properties":{"name":{"type":"string","enum":["get_weather"]},"parameters":` + weather + `},"required":["name","parameters"]}]}}`
+	tests := []struct {
+		schema, value string
+		want          bool
+	}{
+		{weather, `{"city":"Oslo","unit":"celsius","days":3}`, true},
+		{weather, `{"city":"Oslo"}`, true},
+		{weather, `{"unit":"celsius"}`, false},              // required city
+		{weather, `{"city":"O"}`, false},                    // minLength
+		{weather, `{"city":"Oslo","unit":"kelvin"}`, false}, // enum
+		{weather, `{"city":"Oslo","days":2.5}`, false},      // integer
+		{weather, `{"city":"Oslo","days":9}`, false},        // maximum
+		{weather, `{"city":"Oslo","wind":true}`, false},     // additionalProperties
+		{weather, `["Oslo"]`, false},                        // type
+		{weather, `{"city":"Oslo"} trailing`, false},        // not one JSON value
+		{weather, `<tool_call>`, false},                     // not JSON
+		{required, `[{"name":"get_weather","parameters":{"city":"Oslo"}}]`, true},
+		{required, `[{"name":"get_time","parameters":{}}]`, false},
+		{required, `[]`, false},
+		{required, `[{"name":"get_weather","parameters":{"city":"Oslo"}},{"name":"get_weather","parameters":{"city":"Lima"}}]`, false},
+		{`{"oneOf":[{"type":"integer"},{"type":"number"}]}`, `1`, false}, // both match
+		{`{"allOf":[{"minimum":1},{"maximum":2}]}`, `3`, false},
+		{`{"type":"array","prefixItems":[{"type":"integer"}],"items":{"type":"string"}}`, `[1,"a","b"]`, true},
+		{`{"const":{"k":[1,2]}}`, `{"k":[1,2.0]}`, false},
+		{`false`, `1`, false},
+		{`{"$ref":"#/$defs/a","$defs":{"a":{"type":"boolean"}}}`, `true`, true},
+	}
+	for _, tc := range tests {
+		got, err := SchemaAccepts([]byte(tc.schema), []byte(tc.value))
+		if err != nil || got != tc.want {
+			t.Errorf("SchemaAccepts(%s, %s) = %v, %v; want %v", tc.schema, tc.value, got, err, tc.want)
+		}
+	}
+	if _, err := SchemaAccepts([]byte(`{"$ref":"#/$defs/missing"}`), []byte(`1`)); !errors.Is(err, ErrSchema) {
+		t.Errorf("dangling $ref: %v, want ErrSchema", err)
+	}
+	for _, tc := range []struct {
+		guided, text   string
+		accepted, able bool
+	}{
+		{`{"json":` + weather + `}`, `{"city":"Oslo"}`, true, true},
+		{`{"json":` + weather + `}`, `It is sunny.`, false, true},
+		{`{"choice":["yes","no"]}`, `no`, true, true},
+		{`{"choice":["yes","no"]}`, `maybe`, false, true},
+		{`{"regex":"[a-z]+"}`, `abc`, false, false},
+		{``, `abc`, false, false},
+	} {
+		accepted, able, err := GuidedAccepts(json.RawMessage(tc.guided), tc.text)
+		if err != nil || accepted != tc.accepted || able != tc.able {
+			t.Errorf("GuidedAccepts(%s, %q) = %v, %v, %v; want %v, %v", tc.guided, tc.text, accepted, able, err, tc.accepted, tc.able)
+		}
 	}
 }
 
