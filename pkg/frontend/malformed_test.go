@@ -33,9 +33,10 @@ var seedBodies = []struct{ path, body string }{
 // malformed bodies (chat, completions, Responses, embeddings) at served
 // models: wrong types, truncated JSON,
 // random bytes, odd content types. Every answer must come within the
-// deadline and be a 2xx or a 4xx with the nested OpenAI error body;
-// nothing may be a 5xx, and the service must still answer a valid request
-// afterwards.
+// deadline and be a 2xx whose body (SSE streams included) carries no
+// error event or error object, or a 4xx with the nested OpenAI error
+// body; nothing may be a 5xx, and the service must still answer a valid
+// request afterwards.
 func TestMalformedBodiesGetClearAnswers(t *testing.T) {
 	s := newStack(t, Config{BodyLimit: 256 << 10}, pipeline.Config{})
 	s.addWorker(t, "demo", helloEngine(t, 0))
@@ -47,6 +48,7 @@ func TestMalformedBodiesGetClearAnswers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(18, 2026))
 	client := &http.Client{Timeout: 20 * time.Second}
 	statuses := map[int]int{}
+	streamed := 0 // 200s that were SSE streams
 	for i := 0; i < n; i++ {
 		seed := seedBodies[rng.IntN(len(seedBodies))]
 		body, ctype := mutate(rng, seed.body)
@@ -57,6 +59,15 @@ func TestMalformedBodiesGetClearAnswers(t *testing.T) {
 		statuses[status]++
 		switch {
 		case status >= 200 && status < 300:
+			// A 200 is a whole answer: no stream that broke after it began.
+			if bytes.HasPrefix(resp, []byte("data: ")) || bytes.HasPrefix(resp, []byte("event: ")) {
+				streamed++
+			}
+			for _, bad := range []string{"event: error", "event: response.failed", `{"error":`} {
+				if strings.Contains(string(resp), bad) {
+					t.Fatalf("request %d (%s) %q: %d with %q in its body %s", i, seed.path, clip(body), status, bad, clip(resp))
+				}
+			}
 			continue
 		case status >= 400 && status < 500:
 			var e openai.ErrorBody
@@ -67,9 +78,9 @@ func TestMalformedBodiesGetClearAnswers(t *testing.T) {
 			t.Fatalf("request %d (%s, %s) %q: status %d %s", i, seed.path, ctype, clip(body), status, clip(resp))
 		}
 	}
-	t.Logf("%d bodies, answers by status: %v", n, statuses)
-	if statuses[200] == 0 || statuses[400] == 0 {
-		t.Errorf("statuses %v: the mutations should give both successes and 400s", statuses)
+	t.Logf("%d bodies, answers by status: %v (%d streamed)", n, statuses, streamed)
+	if statuses[200] == 0 || statuses[400] == 0 || streamed == 0 {
+		t.Errorf("statuses %v (%d streamed): the mutations should give both successes, streams among them, and 400s", statuses, streamed)
 	}
 	if r := s.post(t, "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"still there?"}],"max_tokens":2}`); r.status != 200 {
 		t.Errorf("after the malformed bodies: %d %s", r.status, r.body)

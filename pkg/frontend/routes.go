@@ -12,11 +12,13 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
-// routes builds the chi router. Access control comes first: CORS (so a
-// preflight needs no key, and a 401 reaches the page), then the API key.
+// routes builds the chi router. Panics are recovered outermost; then
+// access control: CORS (so a preflight needs no key, and a 401 reaches
+// the page), then the API key.
 func (s *Service) routes(metrics http.Handler) http.Handler {
 	r := chi.NewRouter()
 	for _, mw := range []func(http.Handler) http.Handler{
+		recoverPanics(s.log),
 		newCORS(s.cfg.CORSAllowedOrigins),
 		newAuth(s.cfg.APIKeys, s.cfg.AuthExemptPaths, s.log),
 	} {
