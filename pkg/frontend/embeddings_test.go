@@ -126,7 +126,7 @@ func TestEmbeddingsThroughTheStack(t *testing.T) {
 			status           int
 			param, phrase    string
 		}{
-			{"dimensions above the model's", "/v1/embeddings", `{"model":"emb","input":"x","dimensions":9}`, 400, "", "dimensions 9"},
+			{"dimensions above the model's", "/v1/embeddings", `{"model":"emb","input":"x","dimensions":9}`, 400, "dimensions", "dimensions 9"},
 			{"no dimensions", "/v1/embeddings", `{"model":"emb","input":"x","dimensions":0}`, 400, "dimensions", "at least 1"},
 			{"empty input", "/v1/embeddings", `{"model":"emb","input":[]}`, 400, "input", "must not be empty"},
 			{"over the context", "/v1/embeddings", `{"model":"emb","input":[[1],[` + strings.TrimSuffix(strings.Repeat("1,", 65), ",") + `]]}`, 400, "input[1]", "maximum context length is 64 tokens. However, your input[1] resulted in 65 tokens"},

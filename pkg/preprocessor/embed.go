@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -30,8 +31,10 @@ var errNoEmbedding = errors.New("preprocessor: the engine answered an embedding 
 // asks.
 //
 // A refused input (empty, over the context length, a token id outside the
-// vocabulary) is a *openai.ValidationError naming it; an engine's refusal
-// (dimensions above the model's) is its error.
+// vocabulary) is a *openai.ValidationError naming it; so is the engine's
+// refusal of the dimensions asked for (an invalid-argument error whose
+// message speaks of dimensions, param "dimensions"). Another refusal is
+// the engine's error.
 func (m *Model) Embed(ctx context.Context, id string, req *openai.EmbeddingRequest, next backend.Generator) (*openai.EmbeddingResponse, error) {
 	reqs, err := m.prepareEmbedding(ctx, req)
 	if err != nil {
@@ -39,7 +42,7 @@ func (m *Model) Embed(ctx context.Context, id string, req *openai.EmbeddingReque
 	}
 	vecs, prompt, err := m.runEmbedding(ctx, id, reqs, next)
 	if err != nil {
-		return nil, err
+		return nil, dimensionsError(req, err)
 	}
 	resp := &openai.EmbeddingResponse{
 		Object: openai.ObjectList,
@@ -51,6 +54,23 @@ func (m *Model) Embed(ctx context.Context, id string, req *openai.EmbeddingReque
 		resp.Data[i] = openai.EmbeddingData{Object: openai.ObjectEmbedding, Embedding: openai.NewEmbeddingVector(v, req.EncodingFormat), Index: i}
 	}
 	return resp, nil
+}
+
+// dimensionsError turns an engine's refusal of the dimensions a request
+// asked for into a validation error on "dimensions": the model's
+// dimensions are known only to its engine, so the refusal comes back as
+// an invalid-argument error whose message names them.
+func dimensionsError(req *openai.EmbeddingRequest, err error) error {
+	var re *runtime.Error
+	if req.Dimensions == nil || !errors.As(err, &re) || re.Type != runtime.TypeInvalidArgument ||
+		!strings.Contains(strings.ToLower(err.Error()), "dimension") {
+		return err
+	}
+	msg := re.Message
+	if msg == "" {
+		msg = err.Error()
+	}
+	return &openai.ValidationError{Message: msg, Param: "dimensions"}
 }
 
 // PrepareEmbedding builds the engine request of each input of req, in

@@ -164,7 +164,7 @@ func TestEmbeddings(t *testing.T) {
 			param  string
 			phrase string
 		}{
-			{"dimensions above the model's", openai.EmbeddingNewParams{Model: "embed", Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("x")}, Dimensions: openai.Int(embedDim + 1)}, 400, "", "dimensions 65"},
+			{"dimensions above the model's", openai.EmbeddingNewParams{Model: "embed", Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("x")}, Dimensions: openai.Int(embedDim + 1)}, 400, "dimensions", "dimensions 65"},
 			{"no dimensions", openai.EmbeddingNewParams{Model: "embed", Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("x")}, Dimensions: openai.Int(0)}, 400, "dimensions", "at least 1"},
 			{"an empty string", openai.EmbeddingNewParams{Model: "embed", Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{"a", ""}}}, 400, "input[1]", "empty string"},
 			{"too many inputs", openai.EmbeddingNewParams{Model: "embed", Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: slices.Repeat([]string{"a"}, 2049)}}, 400, "input", "at most 2048"},
