@@ -8,8 +8,9 @@ import (
 // appendChunkJSON appends the JSON of the streamed chunks the hot path
 // writes (one per token) without reflection, byte for byte what Encode
 // writes with encoding/json. It reports false, and appends nothing, for a
-// chunk it leaves to encoding/json: one with usage, nvext, logprobs or
-// tool calls. Completion is the completions chunk (and unary body).
+// chunk it leaves to encoding/json: one with usage, nvext, logprobs, tool
+// calls or a function call. Completion is the completions chunk (and
+// unary body).
 func appendChunkJSON(b []byte, v any) ([]byte, bool) {
 	switch c := v.(type) {
 	case *ChatCompletionChunk:
@@ -25,7 +26,7 @@ func (c *ChatCompletionChunk) appendJSON(b []byte) ([]byte, bool) {
 		return b, false
 	}
 	for i := range c.Choices {
-		if c.Choices[i].Logprobs != nil || len(c.Choices[i].Delta.ToolCalls) > 0 {
+		if ch := &c.Choices[i]; ch.Logprobs != nil || len(ch.Delta.ToolCalls) > 0 || ch.Delta.FunctionCall != nil {
 			return b, false
 		}
 	}

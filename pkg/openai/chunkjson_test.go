@@ -76,6 +76,7 @@ func TestChunkFastPathLeavesTheRest(t *testing.T) {
 		&ChatCompletionChunk{NvExt: json.RawMessage(`{"worker_id":1}`)},
 		&ChatCompletionChunk{Choices: []ChatChunkChoice{{Logprobs: &ChatLogprobs{}}}},
 		&ChatCompletionChunk{Choices: []ChatChunkChoice{{Delta: ChatDelta{ToolCalls: []ToolCall{{}}}}}},
+		&ChatCompletionChunk{Choices: []ChatChunkChoice{{Delta: ChatDelta{FunctionCall: &FunctionCall{Name: "f", Arguments: json.RawMessage(`"{}"`)}}}}},
 		&Completion{Usage: &Usage{}},
 		&Completion{Choices: []CompletionChoice{{Logprobs: &CompletionLogprobs{}}}},
 		ChatCompletionChunk{}, "text",

@@ -27,6 +27,8 @@ var cannedAnswers = []object{
 </tool_call>`},
 	{"prompt_contains": "a broken call", "text": `<tool_call>{"name": "get_weather", "arguments": {"city": </tool_call>`},
 	{"prompt_contains": "meaning of life", "text": `Deep thought takes a while.</think>The answer is 42.`},
+	// Satisfies tool_choice required's schema, so the mocker says it.
+	{"prompt_contains": "guided Oslo", "text": `[{"name": "get_weather", "parameters": {"city": "Oslo", "unit": "celsius"}}]`},
 }
 
 var weatherTool = openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
@@ -45,10 +47,13 @@ var weatherTool = openai.ChatCompletionFunctionTool(openai.FunctionDefinitionPar
 // TestToolsAndReasoning serves two models from mockers that say canned
 // answers: "thinker" with the deepseek_r1 reasoning parser and the hermes
 // tool-call parser, "tooler" with the hermes parser only. Through the
-// official SDK and raw HTTP it checks tool calls streamed and unary,
-// parallel calls, a malformed call returned as text, reasoning then a
-// call, tool_choice required and named (the mocker honours the guided
-// JSON schema), the deprecated functions API, and n = 3 with logprobs.
+// official SDK and raw HTTP it checks tool calls streamed (in argument
+// fragments) and unary, parallel calls and parallel_tool_calls false, a
+// malformed call returned as text, reasoning then a call, tool_choice
+// required and named (the mocker honours the guided JSON schema, over a
+// canned answer that does not satisfy it), the deprecated functions API
+// unary and streamed, the Responses API unary and streamed through the
+// SDK's Responses client, and n = 3 with logprobs unary and streamed.
 func TestToolsAndReasoning(t *testing.T) {
 	c := newCluster(t, "etcd", "tcp")
 	b, err := json.Marshal(cannedAnswers)
@@ -113,10 +118,20 @@ func TestToolsAndReasoning(t *testing.T) {
 		defer stream.Close()
 		var acc openai.ChatCompletionAccumulator
 		var reasoning, finish string
+		fragments := 0
 		for stream.Next() {
 			chunk := stream.Current()
 			acc.AddChunk(chunk)
 			for _, ch := range chunk.Choices {
+				for _, tc := range ch.Delta.ToolCalls {
+					fragments++
+					if fragments == 1 && (tc.ID == "" || tc.Function.Name != "get_weather" || tc.Type != "function") {
+						t.Errorf("first tool call delta %s: want its id, type and name", tc.RawJSON())
+					}
+					if fragments > 1 && (tc.ID != "" || tc.Function.Name != "") {
+						t.Errorf("later tool call delta %s: want the index and arguments only", tc.RawJSON())
+					}
+				}
 				if f, ok := ch.Delta.JSON.ExtraFields["reasoning_content"]; ok {
 					var s string
 					_ = json.Unmarshal([]byte(f.Raw()), &s)
@@ -134,8 +149,8 @@ func TestToolsAndReasoning(t *testing.T) {
 			t.Fatal(err)
 		}
 		msg := acc.Choices[0].Message
-		if reasoning != "The user wants the weather; I will call the tool." || finish != "tool_calls" {
-			t.Errorf("streamed reasoning %q, finish %q", reasoning, finish)
+		if reasoning != "The user wants the weather; I will call the tool." || finish != "tool_calls" || fragments < 2 {
+			t.Errorf("streamed reasoning %q, finish %q, %d tool call deltas (want the arguments in fragments)", reasoning, finish, fragments)
 		}
 		if len(msg.ToolCalls) != 1 || msg.ToolCalls[0].Function.Name != "get_weather" || !jsonEqual(msg.ToolCalls[0].Function.Arguments, `{"city":"Paris","unit":"celsius"}`) {
 			t.Errorf("accumulated tool calls %+v", msg.ToolCalls)
@@ -155,6 +170,19 @@ func TestToolsAndReasoning(t *testing.T) {
 		if len(calls) != 2 || !jsonEqual(calls[0].Function.Arguments, `{"city":"Oslo"}`) || !jsonEqual(calls[1].Function.Arguments, `{"city":"Lima"}`) ||
 			calls[0].ID == calls[1].ID || c.Choices[0].FinishReason != "tool_calls" {
 			t.Errorf("message %+v, finish %q", c.Choices[0].Message, c.Choices[0].FinishReason)
+		}
+		// parallel_tool_calls false: the first call only.
+		c, err = f.sdk.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
+			Model:             "tooler",
+			Messages:          []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in two cities, please.")},
+			Tools:             []openai.ChatCompletionToolUnionParam{weatherTool},
+			ParallelToolCalls: openai.Bool(false),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if calls := c.Choices[0].Message.ToolCalls; len(calls) != 1 || !jsonEqual(calls[0].Function.Arguments, `{"city":"Oslo"}`) {
+			t.Errorf("parallel_tool_calls false: calls %+v, want the first only", calls)
 		}
 	})
 
@@ -199,6 +227,49 @@ func TestToolsAndReasoning(t *testing.T) {
 		}
 	})
 
+	// A canned answer that is not the required JSON loses to guided
+	// decoding (the schema's instance: city "string"); one that is the
+	// required JSON is said, and its call streams in fragments.
+	t.Run("tool_choice required against canned answers", func(t *testing.T) {
+		required := openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}
+		c, err := f.sdk.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
+			Model:      "tooler",
+			Messages:   []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What is the weather in Paris?")},
+			Tools:      []openai.ChatCompletionToolUnionParam{weatherTool},
+			ToolChoice: required,
+			MaxTokens:  openai.Int(200),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if calls := c.Choices[0].Message.ToolCalls; len(calls) != 1 || !jsonEqual(calls[0].Function.Arguments, `{"city":"string"}`) {
+			t.Errorf("message %+v: want the guided instance's call", c.Choices[0].Message)
+		}
+		stream := f.sdk.Chat.Completions.NewStreaming(t.Context(), openai.ChatCompletionNewParams{
+			Model:      "tooler",
+			Messages:   []openai.ChatCompletionMessageParamUnion{openai.UserMessage("A guided Oslo call.")},
+			Tools:      []openai.ChatCompletionToolUnionParam{weatherTool},
+			ToolChoice: required,
+			MaxTokens:  openai.Int(200),
+		})
+		defer stream.Close()
+		var acc openai.ChatCompletionAccumulator
+		fragments := 0
+		for stream.Next() {
+			acc.AddChunk(stream.Current())
+			for _, ch := range stream.Current().Choices {
+				fragments += len(ch.Delta.ToolCalls)
+			}
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		calls := acc.Choices[0].Message.ToolCalls
+		if len(calls) != 1 || !jsonEqual(calls[0].Function.Arguments, `{"city":"Oslo","unit":"celsius"}`) || fragments < 2 || acc.Choices[0].FinishReason != "tool_calls" {
+			t.Errorf("streamed required: calls %+v in %d deltas, finish %q", calls, fragments, acc.Choices[0].FinishReason)
+		}
+	})
+
 	t.Run("deprecated functions", func(t *testing.T) {
 		body := object{"model": "tooler", "messages": []object{{"role": "user", "content": "What is the weather in Paris?"}},
 			"functions": []object{{"name": "get_weather", "parameters": object{"type": "object", "properties": object{"city": object{"type": "string"}}}}}}
@@ -220,6 +291,54 @@ func TestToolsAndReasoning(t *testing.T) {
 		fc := r.Choices[0].Message.FunctionCall
 		if fc == nil || fc.Name != "get_weather" || !jsonEqual(fc.Arguments, `{"city":"Paris","unit":"celsius"}`) || r.Choices[0].FinishReason != "function_call" {
 			t.Errorf("answer %s: want a function_call", raw)
+		}
+
+		// Streamed: delta.function_call, the name first, then arguments.
+		body["stream"] = true
+		resp, raw = f.post(t, "/v1/chat/completions", body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream: status %d: %s", resp.StatusCode, raw)
+		}
+		var name, args, finish string
+		deltas := 0
+		for _, ev := range parseSSE(t, raw) {
+			if ev.data == "[DONE]" {
+				continue
+			}
+			var c struct {
+				Choices []struct {
+					Delta struct {
+						ToolCalls    []any `json:"tool_calls"`
+						FunctionCall *struct {
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
+						} `json:"function_call"`
+					} `json:"delta"`
+					FinishReason *string `json:"finish_reason"`
+				} `json:"choices"`
+			}
+			if err := json.Unmarshal([]byte(ev.data), &c); err != nil {
+				t.Fatalf("chunk %s: %v", ev.data, err)
+			}
+			for _, ch := range c.Choices {
+				if len(ch.Delta.ToolCalls) > 0 {
+					t.Errorf("tool_calls in a functions API stream: %s", ev.data)
+				}
+				if fc := ch.Delta.FunctionCall; fc != nil {
+					if deltas > 0 && fc.Name != "" {
+						t.Errorf("function_call delta %d names the function again: %s", deltas, ev.data)
+					}
+					deltas++
+					name += fc.Name
+					args += fc.Arguments
+				}
+				if ch.FinishReason != nil {
+					finish = *ch.FinishReason
+				}
+			}
+		}
+		if name != "get_weather" || !jsonEqual(args, `{"city":"Paris","unit":"celsius"}`) || deltas < 2 || finish != "function_call" {
+			t.Errorf("streamed function_call %q %q in %d deltas, finish %q", name, args, deltas, finish)
 		}
 	})
 
@@ -265,6 +384,125 @@ func TestToolsAndReasoning(t *testing.T) {
 		}
 		if strings.Join(kinds, ",") != "reasoning,message,function_call" || r.Status != responses.ResponseStatusCompleted {
 			t.Errorf("output items %v, status %q; want reasoning, message, function_call, completed", kinds, r.Status)
+		}
+	})
+
+	t.Run("the Responses API streamed: a function call read by the SDK", func(t *testing.T) {
+		params := map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}, "unit": map[string]any{"type": "string"}}, "required": []string{"city"}}
+		stream := f.sdk.Responses.NewStreaming(t.Context(), responses.ResponseNewParams{
+			Model: "thinker",
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is the weather in Paris?")},
+			Tools: []responses.ToolUnionParam{responses.ToolParamOfFunction("get_weather", params, false)},
+		})
+		defer stream.Close()
+		var (
+			added, done string // the function_call item's name when added, its arguments when done
+			argDeltas   int
+			args        strings.Builder
+			final       *responses.Response
+			n           int
+		)
+		for stream.Next() {
+			ev := stream.Current()
+			if int(ev.SequenceNumber) != n {
+				t.Errorf("event %d (%s): sequence_number %d", n, ev.Type, ev.SequenceNumber)
+			}
+			n++
+			switch ev.Type {
+			case "response.output_item.added":
+				if it := ev.AsResponseOutputItemAdded().Item; it.Type == "function_call" {
+					added = it.Name
+				}
+			case "response.function_call_arguments.delta":
+				argDeltas++
+				args.WriteString(ev.AsResponseFunctionCallArgumentsDelta().Delta)
+			case "response.function_call_arguments.done":
+				done = ev.AsResponseFunctionCallArgumentsDone().Arguments
+			case "response.completed":
+				r := ev.Response
+				final = &r
+			}
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if added != "get_weather" || argDeltas < 2 || args.String() != done || !jsonEqual(done, `{"city":"Paris","unit":"celsius"}`) {
+			t.Errorf("function_call item %q, %d argument deltas adding up to %q, done %q", added, argDeltas, args.String(), done)
+		}
+		if final == nil || final.Status != responses.ResponseStatusCompleted {
+			t.Fatalf("final response %+v: want response.completed", final)
+		}
+		var call *responses.ResponseOutputItemUnion
+		for i := range final.Output {
+			if final.Output[i].Type == "function_call" {
+				call = &final.Output[i]
+			}
+		}
+		if call == nil || call.Name != "get_weather" || call.CallID == "" || call.Arguments.OfString != done {
+			t.Errorf("completed response's function_call %+v", call)
+		}
+	})
+
+	t.Run("n = 3 with logprobs, streamed", func(t *testing.T) {
+		const maxTokens, top = 5, 2
+		stream := f.sdk.Chat.Completions.NewStreaming(t.Context(), openai.ChatCompletionNewParams{
+			Model:         "tooler",
+			Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Three answers, please.")},
+			N:             openai.Int(3),
+			MaxTokens:     openai.Int(maxTokens),
+			Temperature:   openai.Float(1),
+			Seed:          openai.Int(11),
+			Logprobs:      openai.Bool(true),
+			TopLogprobs:   openai.Int(top),
+			StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+		})
+		defer stream.Close()
+		type view struct {
+			text    string
+			entries int
+			finish  string
+		}
+		views := map[int64]*view{}
+		var completion int64
+		for stream.Next() {
+			chunk := stream.Current()
+			if chunk.Usage.CompletionTokens > 0 {
+				completion = chunk.Usage.CompletionTokens
+			}
+			for _, ch := range chunk.Choices {
+				v := views[ch.Index]
+				if v == nil {
+					v = &view{}
+					views[ch.Index] = v
+				}
+				v.text += ch.Delta.Content
+				for _, e := range ch.Logprobs.Content {
+					v.entries++
+					if len(e.TopLogprobs) != top {
+						t.Errorf("choice %d token %q: %d top_logprobs, want %d", ch.Index, e.Token, len(e.TopLogprobs), top)
+					}
+				}
+				if ch.FinishReason != "" {
+					v.finish = ch.FinishReason
+				}
+			}
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		texts := map[string]bool{}
+		for i := range int64(3) {
+			v := views[i]
+			if v == nil {
+				t.Fatalf("no chunk of choice %d (choices %v)", i, views)
+			}
+			if v.entries != maxTokens || v.finish != "length" {
+				t.Errorf("choice %d: %d logprobs entries, finish %q; want %d, length", i, v.entries, v.finish, maxTokens)
+			}
+			texts[v.text] = true
+		}
+		if len(views) != 3 || len(texts) != 3 || completion != 3*maxTokens {
+			t.Errorf("%d choices, %d distinct texts, %d completion tokens; want 3, 3, %d", len(views), len(texts), completion, 3*maxTokens)
 		}
 	})
 
