@@ -29,13 +29,23 @@ func BenchmarkLongCall(b *testing.B) {
 			b.SetBytes(int64(len(out)))
 			for b.Loop() {
 				s := p.NewStream(nil)
-				var deltas []toolcall.Delta
-				for i := 0; i < len(out); i += 4 {
-					deltas = append(deltas, s.Push(out[i:min(i+4, len(out))])...)
+				calls, args := 0, 0
+				count := func(ds []toolcall.Delta) {
+					for _, d := range ds {
+						if d.Call != nil {
+							if d.Call.Name != "" {
+								calls++
+							}
+							args += len(d.Call.Arguments)
+						}
+					}
 				}
-				deltas = append(deltas, s.Finish()...)
-				if _, calls := toolcall.Fold(deltas); len(calls) != 1 {
-					b.Fatalf("%d calls, want 1", len(calls))
+				for i := 0; i < len(out); i += 4 {
+					count(s.Push(out[i:min(i+4, len(out))]))
+				}
+				count(s.Finish())
+				if calls != 1 || args < len(text) {
+					b.Fatalf("%d calls with %d bytes of arguments, want 1 with the text", calls, args)
 				}
 			}
 		})

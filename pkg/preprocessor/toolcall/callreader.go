@@ -81,24 +81,31 @@ func newArgsReader(e *emitter, name string) *callReader {
 	return r
 }
 
-// feed reads buf[at:] up to the end of the call's text, or to limit, and
-// returns where it stopped and why. On callMore it has read all of
-// buf[at:limit]; on callDone stop is just past the call's text; on
-// callFail and callBroken stop is the offending byte, not read (or, for
-// a failure seen at the end of a value, just past it).
+// feed reads buf[at:limit] up to the end of the call's text and returns
+// where it stopped and why: on callMore it has read all of it; on
+// callDone stop is just past the call's text; on callFail and callBroken
+// stop is the byte that showed the text is not (or no longer) a call,
+// not read: the caller scans on from there.
 func (r *callReader) feed(buf string, at, limit int) (stop int, st callStatus) {
 	for i := at; i < limit; i++ {
-		if st := r.step(buf[i]); st != callMore {
-			switch st {
-			case callDone:
-				return i + 1, st
-			case callBroken:
-				return i, st
+		if r.committed && r.argState == argsObject && r.lx.state == lsString {
+			// Inside a string of the arguments being passed on: its plain
+			// bytes go out as a run (a long argument is mostly these).
+			j := i
+			for j < limit && buf[j] != '"' && buf[j] != '\\' && buf[j] >= 0x20 {
+				j++
 			}
-			if r.lx.state == lsError {
-				return i, st
+			r.e.argsText(buf[i:j])
+			if i = j; i == limit {
+				break
 			}
+		}
+		switch st := r.step(buf[i]); st {
+		case callMore:
+		case callDone:
 			return i + 1, st
+		default:
+			return i, st
 		}
 	}
 	return limit, callMore
