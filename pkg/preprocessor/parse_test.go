@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -452,4 +453,45 @@ func sameCalls(a, b []openai.ToolCall) bool {
 		}
 	}
 	return true
+}
+
+// oneOutput streams all its token ids in a single engine output.
+type oneOutput struct{ ids []uint32 }
+
+func (o oneOutput) Generate(_ context.Context, _ *backend.Request, emit func(*backend.Output) error) error {
+	if err := emit(backend.Tokens(o.ids...)); err != nil {
+		return err
+	}
+	return emit(backend.Finish(backend.FinishEOS))
+}
+
+// Text, a call and text decided in one step go out as chunks in output
+// order: a chunk's content comes before its tool calls, so the text after
+// a call gets a chunk of its own (a client such as the Responses builder
+// reads a chunk's content first).
+func TestTextAfterACallGetsItsOwnChunk(t *testing.T) {
+	m := parserModel(t, "", "hermes")
+	text := `Checking. <tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call> Done.`
+	var got []string
+	err := m.Chat(context.Background(), "o", validChat(t, toolBody(`,"stream":true`)), oneOutput{ids: encodeIDs(t, m, text)}, func(ev Event) error {
+		c, ok := ev.Data.(*openai.ChatCompletionChunk)
+		if !ok || len(c.Choices) == 0 {
+			return nil
+		}
+		d := c.Choices[0].Delta
+		if d.Content != nil {
+			got = append(got, "content "+*d.Content)
+		}
+		for _, tc := range d.ToolCalls {
+			got = append(got, "call "+tc.Function.Name+" "+string(tc.Function.Arguments))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"content Checking. ", `call get_weather "{\"city\":\"Oslo\"}"`, "content  Done."}
+	if !slices.Equal(got, want) {
+		t.Errorf("deltas in order %q, want %q", got, want)
+	}
 }
