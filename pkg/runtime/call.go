@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
+	"github.com/dynamo-go/dynamo/pkg/runtime/internal/natsplane"
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/plane"
+	"github.com/dynamo-go/dynamo/pkg/runtime/internal/tcpplane"
 	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
@@ -227,8 +229,12 @@ func forward(rc *Context, st responseStream, done <-chan struct{}) {
 // sendError classifies a request-plane failure. A worker that refused the
 // request says why in its ack ("Backend.EngineShutdown: ...",
 // "ResourceExhausted: ..."), and that type is kept: a draining worker is an
-// instance fault, a busy one is not. Everything else means the request did
-// not get through: CannotConnect.
+// instance fault, a busy one is not. A worker that is alive but did not
+// ack in time (a TCP ack timeout on a live connection, a NATS request
+// that reached a subscriber and timed out) is busy too: ErrAckTimeout, a
+// WorkerOverloaded error. Everything else means the request did not get
+// through (a refused, broken or dead connection, no responders):
+// CannotConnect.
 func sendError(inst Instance, err error) error {
 	var ack *plane.AckError
 	if errors.As(err, &ack) {
@@ -237,7 +243,20 @@ func sendError(inst Instance, err error) error {
 			return e
 		}
 	}
+	if slowAck(err) {
+		return fmt.Errorf("%w: %w", ErrAckTimeout, &Error{Type: TypeWorkerOverloaded,
+			Message: fmt.Sprintf("instance %x of %s is alive but did not accept the request in time: %v", inst.ID, inst.Endpoint, err)})
+	}
 	return &Error{Type: TypeCannotConnect, Message: fmt.Sprintf("instance %x of %s: %v", inst.ID, inst.Endpoint, err)}
+}
+
+// slowAck reports a request plane's ack timeout from an instance that is
+// alive: on TCP one that did not fail the connection (tcpplane tells a
+// slow peer from a gone one), on NATS a timeout (a request nobody
+// subscribes to fails at once with no responders instead).
+func slowAck(err error) bool {
+	return (errors.Is(err, tcpplane.ErrAckTimeout) && !errors.Is(err, tcpplane.ErrConnLost)) ||
+		errors.Is(err, natsplane.ErrTimeout)
 }
 
 func cmpErr(first, next error) error {

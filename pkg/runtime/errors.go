@@ -44,6 +44,15 @@ var (
 	ErrStreamIncomplete  = &Error{Type: TypeStreamIncomplete}
 )
 
+// ErrAckTimeout matches a call whose instance is alive but did not accept
+// the request within the request plane's ack timeout (TCP: an ack timeout
+// on a connection that still works; NATS: a request that reached the
+// instance's subscription and got no reply in time). The instance is
+// busy, not gone: the error also matches ErrWorkerOverloaded, and
+// IsInstanceFault does not match it, so a router keeps the instance in
+// rotation. Only that request failed; nothing reached the engine.
+var ErrAckTimeout = errors.New("runtime: no ack within the ack timeout")
+
 // Messages with a fixed meaning on the wire.
 const (
 	// MsgStreamEnded is the message of the Disconnected error a caller sees

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
+	"github.com/dynamo-go/dynamo/pkg/runtime/internal/tcpinfo"
 )
 
 // The worker's end of shared response connections (docs/protocol.md
@@ -273,7 +274,7 @@ func (l *muxLink) watch() {
 // long.
 func (l *muxLink) gone(now time.Time) error {
 	bound := l.pool.connectTimeout
-	if silence, inFlight := peerAckSilence(l.conn); inFlight {
+	if silence, inFlight := tcpinfo.PeerAckSilence(l.conn); inFlight {
 		if l.inFlight.IsZero() {
 			l.inFlight = now
 		}

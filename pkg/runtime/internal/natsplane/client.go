@@ -16,8 +16,16 @@ import (
 const DefaultTimeout = 10 * time.Second
 
 // ErrTimeout reports a request that got no reply within the client's
-// timeout.
+// timeout while the connection to NATS stayed up: the request reached a
+// subscriber (a subject nobody subscribes to fails at once with
+// plane.ErrNoResponders), which did not answer in time: it is alive and
+// slow.
 var ErrTimeout = errors.New("natsplane: request timed out")
+
+// ErrNotConnected reports a request that got no reply in time while the
+// connection to NATS was down, or went down and came back: it may never
+// have reached anyone.
+var ErrNotConnected = errors.New("natsplane: not connected to NATS")
 
 // Client is the caller side of the NATS request plane.
 type Client struct {
@@ -47,6 +55,7 @@ func (c *Client) Send(ctx context.Context, subject string, headers map[string]st
 			msg.Header[k] = []string{v}
 		}
 	}
+	reconnects := c.nc.Stats().Reconnects
 	reply, err := c.nc.RequestMsgWithContext(rctx, msg)
 	switch {
 	case err == nil:
@@ -54,6 +63,9 @@ func (c *Client) Send(ctx context.Context, subject string, headers map[string]st
 		return fmt.Errorf("natsplane: send to %s: %w: %w", subject, plane.ErrNoResponders, err)
 	case ctx.Err() != nil:
 		return fmt.Errorf("natsplane: send to %s: %w", subject, ctx.Err())
+	case (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) &&
+		(!c.nc.IsConnected() || c.nc.Stats().Reconnects != reconnects):
+		return fmt.Errorf("%w (%s): %s after %v: %w", ErrNotConnected, c.nc.Status(), subject, c.timeout, err)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return fmt.Errorf("%w: %s after %v: %w", ErrTimeout, subject, c.timeout, err)
 	default:

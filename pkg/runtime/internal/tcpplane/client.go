@@ -16,6 +16,10 @@ const (
 	DefaultConnectTimeout = 5 * time.Second
 	DefaultAckTimeout     = 5 * time.Second
 	DefaultQueueSize      = 1024
+	// DeadTimeoutFactor times AckTimeout is the default DeadTimeout: the
+	// silence after which a caller takes a peer's process for stopped
+	// (docs/protocol.md §7.8.3 gives a caller as long).
+	DeadTimeoutFactor = 6
 )
 
 // ClientConfig configures a Client.
@@ -29,8 +33,17 @@ type ClientConfig struct {
 	// progress included). 0 means DefaultConnectTimeout (5 s).
 	ConnectTimeout time.Duration
 	// AckTimeout bounds the time from queueing a request to receiving its
-	// ack. 0 means DefaultAckTimeout (5 s).
+	// ack. 0 means DefaultAckTimeout (5 s). A request not acked in time
+	// fails with ErrAckTimeout; its connection stays up unless its peer
+	// is gone (see DeadTimeout).
 	AckTimeout time.Duration
+	// DeadTimeout is how long a connection may go without any ack while
+	// requests wait for theirs before an ack timeout takes its peer for
+	// gone and fails the connection (ErrConnLost) instead of the one
+	// request. 0 means DeadTimeoutFactor times AckTimeout. On Linux a
+	// peer whose host stopped acknowledging TCP data for AckTimeout is
+	// taken for gone sooner.
+	DeadTimeout time.Duration
 	// QueueSize is the per-connection write queue length
 	// (DYN_TCP_CHANNEL_BUFFER). 0 means DefaultQueueSize (1024).
 	QueueSize int
@@ -83,6 +96,9 @@ func NewClient(cfg ClientConfig) *Client {
 	}
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = DefaultQueueSize
+	}
+	if cfg.DeadTimeout <= 0 {
+		cfg.DeadTimeout = DeadTimeoutFactor * cfg.AckTimeout
 	}
 	cfg.MaxMessageSize = maxSizeOr(cfg.MaxMessageSize)
 	log := cfg.Logger

@@ -9,19 +9,30 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/plane"
+	"github.com/dynamo-go/dynamo/pkg/runtime/internal/tcpinfo"
 )
 
 // errNotQueued reports a connection that broke before the request was
 // handed to it; Send retries on another connection.
 var errNotQueued = errors.New("tcpplane: request not queued")
 
+// errPeerGone is the cause of a connection failed because its peer
+// stopped answering altogether (see clientConn.dead).
+var errPeerGone = errors.New("the peer is gone")
+
 // call is one request in flight on a connection.
 type call struct {
 	frame  []byte
 	result chan error // buffered; receives nil or *plane.AckError
+	// abandoned is set when the sender gave up on the call (its ack timed
+	// out on a live connection): a call not yet written is skipped; one
+	// written keeps its place in pending, and its ack, when it comes, is
+	// dropped.
+	abandoned atomic.Bool
 }
 
 // clientConn is one pipelined connection. writeLoop sends queued frames
@@ -36,7 +47,8 @@ type clientConn struct {
 	load  int // requests reserved by Sends; guarded by Client.mu
 
 	mu      sync.Mutex
-	pending []*call // written, not yet acked, oldest first
+	pending []*call   // written, not yet acked, oldest first
+	heard   time.Time // the latest ack, or when pending last became non-empty
 
 	once sync.Once
 	done chan struct{}
@@ -54,7 +66,10 @@ func newClientConn(c *Client, addr string, nc net.Conn) *clientConn {
 }
 
 // send queues call and waits for its ack, the connection's failure, ctx,
-// or the ack timer.
+// or the ack timer. When the timer fires on a connection that is alive
+// (see dead), only this call fails, with ErrAckTimeout: its peer is slow,
+// not gone, and the other calls on the connection go on. On a dead
+// connection the timer fails the connection and every call on it.
 func (cc *clientConn) send(ctx context.Context, call *call, ackTimer <-chan time.Time) error {
 	select {
 	case cc.queue <- call:
@@ -63,9 +78,7 @@ func (cc *clientConn) send(ctx context.Context, call *call, ackTimer <-chan time
 	case <-ctx.Done():
 		return fmt.Errorf("tcpplane: send to %s: %w", cc.addr, ctx.Err())
 	case <-ackTimer:
-		err := fmt.Errorf("%w: write queue to %s full for %v", ErrAckTimeout, cc.addr, cc.c.cfg.AckTimeout)
-		cc.fail(err)
-		return err
+		return cc.timedOut(fmt.Errorf("%w: write queue to %s full for %v", ErrAckTimeout, cc.addr, cc.c.cfg.AckTimeout))
 	}
 	select {
 	case err := <-call.result:
@@ -78,12 +91,52 @@ func (cc *clientConn) send(ctx context.Context, call *call, ackTimer <-chan time
 			return cc.err
 		}
 	case <-ctx.Done():
+		call.abandoned.Store(true)
 		return fmt.Errorf("tcpplane: send to %s: %w", cc.addr, ctx.Err())
 	case <-ackTimer:
-		err := fmt.Errorf("%w: no ack from %s within %v", ErrAckTimeout, cc.addr, cc.c.cfg.AckTimeout)
-		cc.fail(err)
-		return err
+		call.abandoned.Store(true)
+		select {
+		case err := <-call.result: // acked as the timer fired
+			return err
+		default:
+		}
+		return cc.timedOut(fmt.Errorf("%w: no ack from %s within %v", ErrAckTimeout, cc.addr, cc.c.cfg.AckTimeout))
 	}
+}
+
+// timedOut returns the error of a call whose ack timer fired: err itself
+// while the connection is alive, or, when it is dead, the connection's
+// failure (ErrConnLost), after failing it.
+func (cc *clientConn) timedOut(err error) error {
+	if cause := cc.dead(time.Now()); cause != nil {
+		cc.fail(fmt.Errorf("%w: %w", err, cause))
+		return cc.err
+	}
+	cc.c.log.Debug("tcpplane: ack timeout on a live connection: the peer is slow", "addr", cc.addr, "err", err)
+	return err
+}
+
+// dead tells whether the connection's peer is gone rather than slow:
+//
+//   - its host: data has been in flight to it and its kernel has
+//     acknowledged none of it for the ack timeout (a vanished host or a
+//     cut network; Linux only, from TCP_INFO);
+//   - its process: it has acked nothing for ClientConfig.DeadTimeout
+//     while requests waited for their acks.
+//
+// A peer whose process is only slow (busy, or stopped for a while) is
+// neither: its kernel acknowledges, and its acks come in the end. A
+// refused or broken connection needs no guess: its reader fails it.
+func (cc *clientConn) dead(now time.Time) error {
+	if silence, inFlight := tcpinfo.PeerAckSilence(cc.nc); inFlight && silence >= cc.c.cfg.AckTimeout {
+		return fmt.Errorf("%w: its host acknowledged nothing for %v", errPeerGone, silence.Round(time.Millisecond))
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if len(cc.pending) > 0 && now.Sub(cc.heard) >= cc.c.cfg.DeadTimeout {
+		return fmt.Errorf("%w: no ack for %v", errPeerGone, now.Sub(cc.heard).Round(time.Millisecond))
+	}
+	return nil
 }
 
 func (cc *clientConn) broken() bool {
@@ -119,12 +172,17 @@ func (cc *clientConn) writeLoop() {
 		}
 		// Write everything already queued, then flush once.
 		for call := first; call != nil; {
-			cc.mu.Lock()
-			cc.pending = append(cc.pending, call)
-			cc.mu.Unlock()
-			if _, err := bw.Write(call.frame); err != nil {
-				cc.fail(err)
-				return
+			if !call.abandoned.Load() {
+				cc.mu.Lock()
+				if len(cc.pending) == 0 {
+					cc.heard = time.Now() // the silence counts from here
+				}
+				cc.pending = append(cc.pending, call)
+				cc.mu.Unlock()
+				if _, err := bw.Write(call.frame); err != nil {
+					cc.fail(err)
+					return
+				}
 			}
 			select {
 			case call = <-cc.queue:
@@ -169,11 +227,12 @@ func (cc *clientConn) readLoop() {
 			cc.pending[0] = nil
 			cc.pending = cc.pending[1:]
 		}
+		cc.heard = time.Now()
 		cc.mu.Unlock()
 		if call == nil {
 			cc.fail(fmt.Errorf("%w: ack without a request", ErrProtocol))
 			return
 		}
-		call.result <- result
+		call.result <- result // buffered: an abandoned call's ack is dropped with it
 	}
 }

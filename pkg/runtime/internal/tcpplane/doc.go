@@ -25,8 +25,11 @@
 // # Errors
 //
 // Send returns nil after an empty ack and a *plane.AckError after a text
-// ack. Other failures wrap ErrConnLost (the connection broke, every request
-// pending on it fails at once), ErrAckTimeout, ErrTooLarge, ErrClosed, the
-// dial error, or the context's error. Callers treat all but *plane.AckError
-// as "cannot connect".
+// ack. Other failures wrap ErrConnLost (the connection broke or its peer
+// is gone: every request pending on it fails at once), ErrAckTimeout
+// alone (no ack in time from a peer that is alive but slow: only that
+// request fails, and its ack, when it comes, is dropped), ErrTooLarge,
+// ErrClosed, the dial error, or the context's error. Callers treat an
+// ErrAckTimeout that is not ErrConnLost as overload, and the others but
+// *plane.AckError as "cannot connect".
 package tcpplane

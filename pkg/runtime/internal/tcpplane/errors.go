@@ -10,8 +10,11 @@ var (
 	// queued or waiting for their acks.
 	ErrConnLost = errors.New("tcpplane: connection lost")
 	// ErrAckTimeout reports a request that was not acked within
-	// ClientConfig.AckTimeout. The connection is closed, since a peer that
-	// stopped acking cannot be trusted with later requests either.
+	// ClientConfig.AckTimeout on a connection that is alive: its peer is
+	// slow (busy), not gone. Only that request fails; the connection and
+	// the other requests on it go on. When the peer is gone (see
+	// ClientConfig.DeadTimeout) the connection fails instead, and the
+	// error wraps ErrConnLost as well.
 	ErrAckTimeout = errors.New("tcpplane: ack timeout")
 	// ErrTooLarge reports a request that exceeds the frame limits: path or
 	// headers over 65535 bytes, or path+headers+payload over

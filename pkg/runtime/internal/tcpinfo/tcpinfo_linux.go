@@ -1,6 +1,6 @@
 //go:build linux
 
-package runtime
+package tcpinfo
 
 import (
 	"net"
@@ -10,12 +10,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerAckSilence reports whether data written to c is in flight (sent
+// PeerAckSilence reports whether data written to c is in flight (sent
 // and not acknowledged, or waiting for the peer to open its window) and,
 // if so, how long ago the peer's kernel last acknowledged anything
 // (TCP_INFO). A peer whose process is slow still acknowledges, and
 // answers window probes; a vanished host does neither.
-func peerAckSilence(c net.Conn) (time.Duration, bool) {
+func PeerAckSilence(c net.Conn) (time.Duration, bool) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return 0, false
