@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
 )
@@ -75,6 +76,8 @@ type loadWorker struct {
 type loadRank struct {
 	kv    kvblock.KVStats // from the worker's ForwardPassMetrics
 	hasKV bool
+	ws    kvblock.WorkerStats // from the same
+	at    time.Time           // when kv and ws arrived
 
 	decodeBlocks  *uint64 // ActiveLoad.ActiveDecodeBlocks
 	prefillTokens *uint64 // ActiveLoad.ActivePrefillTokens
@@ -137,6 +140,7 @@ func (m *LoadMonitor) ObserveLoadEvent(ev kvblock.LoadEvent) {
 	defer m.mu.Unlock()
 	r := m.rank(ev.WorkerID, rank)
 	r.kv, r.hasKV = ev.Data.KVStats, true
+	r.ws, r.at = ev.Data.WorkerStats, time.Now()
 }
 
 // ObserveActiveLoad records the non-nil fields of l.
@@ -169,14 +173,7 @@ func (m *LoadMonitor) Busy(workerID uint64) bool {
 	if w == nil {
 		return false
 	}
-	var ranks []uint32
-	if w.hasCapacity {
-		for _, c := range DPRanks(workerID, w.capacity) {
-			ranks = append(ranks, c.DPRank)
-		}
-	} else {
-		ranks = slices.Collect(maps.Keys(w.ranks))
-	}
+	ranks := m.ranksOf(workerID, w)
 	if len(ranks) == 0 {
 		return false
 	}
@@ -186,6 +183,48 @@ func (m *LoadMonitor) Busy(workerID uint64) bool {
 		}
 	}
 	return true
+}
+
+// PublishedLoadTTL is how long a rank's published request counts are
+// trusted: a worker publishes its load when it changes, and the load of a
+// full worker changes with every forward pass, so counts older than this
+// are those of a worker that went quiet (or whose last update was lost).
+const PublishedLoadTTL = 5 * time.Second
+
+// Full reports whether every rank of the worker said, in its latest load
+// event (within PublishedLoadTTL), that it holds at least maxNumSeqs
+// requests, running and waiting: full by its own count, which includes
+// the requests of other frontends. A rank without a recent event is not
+// full; maxNumSeqs 0 (unknown) is never reached. A nil monitor reports
+// nothing full.
+func (m *LoadMonitor) Full(workerID uint64, maxNumSeqs uint64) bool {
+	if m == nil || maxNumSeqs == 0 {
+		return false
+	}
+	now := time.Now()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	w := m.workers[workerID]
+	if w == nil {
+		return false
+	}
+	ranks := m.ranksOf(workerID, w)
+	if len(ranks) == 0 {
+		return false
+	}
+	for _, r := range ranks {
+		lr := w.ranks[r]
+		if lr == nil || !lr.hasKV || now.Sub(lr.at) > PublishedLoadTTL || lr.ws.RequestActiveSlots+lr.ws.NumRequestsWaiting < maxNumSeqs {
+			return false
+		}
+	}
+	return true
+}
+
+// Saturated reports whether the worker is busy by the thresholds, or full
+// by its published load (see Full).
+func (m *LoadMonitor) Saturated(workerID uint64, maxNumSeqs uint64) bool {
+	return m.Busy(workerID) || m.Full(workerID, maxNumSeqs)
 }
 
 // BusyWorkers returns the ids of the busy workers, sorted.
@@ -227,6 +266,20 @@ func (m *LoadMonitor) rankBusy(w *loadWorker, r *loadRank) bool {
 	return (r.hasKV && over(r.kv.KVActiveBlocks)) ||
 		(r.usedBlocks != nil && over(*r.usedBlocks)) ||
 		(r.decodeBlocks != nil && over(*r.decodeBlocks))
+}
+
+// ranksOf returns the worker's ranks: those of its capacity
+// (DataParallelSize from DataParallelStartRank) when known, else the
+// ranks it reported. Called with m.mu held.
+func (m *LoadMonitor) ranksOf(workerID uint64, w *loadWorker) []uint32 {
+	if !w.hasCapacity {
+		return slices.Collect(maps.Keys(w.ranks))
+	}
+	var ranks []uint32
+	for _, c := range DPRanks(workerID, w.capacity) {
+		ranks = append(ranks, c.DPRank)
+	}
+	return ranks
 }
 
 func (m *LoadMonitor) worker(id uint64) *loadWorker {

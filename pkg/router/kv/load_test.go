@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
@@ -216,5 +217,44 @@ func TestDPRanks(t *testing.T) {
 	got := DPRanks(3, WorkerCapacity{DataParallelSize: 2, DataParallelStartRank: 4})
 	if want := []Worker{{ID: 3, DPRank: 4}, {ID: 3, DPRank: 5}}; !cmp.Equal(got, want) {
 		t.Errorf("dp 2 from 4: %v", got)
+	}
+}
+
+// A worker is full by its published load when every rank reports at
+// least max_num_seqs requests, running and waiting, in a recent event;
+// an older event, a rank without one, or an unknown max_num_seqs is not
+// full.
+func TestLoadMonitorFull(t *testing.T) {
+	m := newTestMonitor(t, BusyThresholds{})
+	m.SetCapacity(7, WorkerCapacity{DataParallelSize: 2})
+	stats := func(rank uint32, active, waiting uint64) kvblock.LoadEvent {
+		return kvblock.LoadEvent{WorkerID: 7, Data: kvblock.ForwardPassMetrics{WorkerStats: kvblock.WorkerStats{
+			DataParallelRank: &rank, RequestActiveSlots: active, RequestTotalSlots: 1024, NumRequestsWaiting: waiting}}}
+	}
+	m.ObserveLoadEvent(stats(0, 4, 0))
+	if m.Full(7, 4) {
+		t.Error("full with rank 1 unheard of")
+	}
+	m.ObserveLoadEvent(stats(1, 3, 1))
+	if !m.Full(7, 4) || !m.Saturated(7, 4) {
+		t.Error("both ranks at 4 requests of 4: not full")
+	}
+	if m.Full(7, 5) || m.Full(7, 0) || m.Saturated(7, 5) {
+		t.Error("full below max_num_seqs, or with max_num_seqs unknown")
+	}
+	m.ObserveLoadEvent(stats(1, 3, 0))
+	if m.Full(7, 4) {
+		t.Error("full with rank 1 at 3 of 4")
+	}
+	m.ObserveLoadEvent(stats(1, 4, 2))
+	m.mu.Lock()
+	m.workers[7].ranks[0].at = m.workers[7].ranks[0].at.Add(-PublishedLoadTTL - time.Second)
+	m.mu.Unlock()
+	if m.Full(7, 4) {
+		t.Error("full by a rank's event older than PublishedLoadTTL")
+	}
+	var none *LoadMonitor
+	if none.Full(7, 4) || none.Saturated(7, 4) {
+		t.Error("a nil monitor reports a full worker")
 	}
 }

@@ -106,6 +106,7 @@ type Model struct {
 	sync     *EventSync     // nil in approximate mode
 	approx   *ApproxIndexer // nil in events mode
 	degraded bool           // KV events were wanted but there is no event plane
+	met      *RouterMetrics // may be nil
 	log      *slog.Logger
 }
 
@@ -122,7 +123,7 @@ func NewModel(cfg Config, info ModelInfo, deps ModelDeps) (*Model, error) {
 	if met == nil {
 		met = &Metrics{}
 	}
-	m := &Model{info: info, cfg: cfg, dpSize: int(max(1, info.Capacity.DataParallelSize)), events: deps.Events, log: log}
+	m := &Model{info: info, cfg: cfg, dpSize: int(max(1, info.Capacity.DataParallelSize)), events: deps.Events, met: met.router, log: log}
 	sc := DefaultSchedulerConfig(info.BlockSize)
 	if cfg.OverlapScoreWeight != nil {
 		sc.OverlapScoreWeight = *cfg.OverlapScoreWeight
@@ -136,7 +137,7 @@ func NewModel(cfg Config, info ModelInfo, deps ModelDeps) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.seqs, err = m.newSequences(); err != nil {
+	if m.seqs, err = m.newSequences(met.router); err != nil {
 		return nil, err
 	}
 	match, mode := m.newIndex(deps.Querier, met)
@@ -150,12 +151,18 @@ func NewModel(cfg Config, info ModelInfo, deps ModelDeps) (*Model, error) {
 }
 
 // newSequences builds the active-load tracker, publishing its deltas to
-// the other frontends with ReplicaSync.
-func (m *Model) newSequences() (*Sequences, error) {
+// the other frontends with ReplicaSync. Every change of a (worker, dp
+// rank)'s tracked load (this router's requests, and the replicas' with
+// ReplicaSync) feeds the load monitor, where the prefill-token busy
+// thresholds read it, and the worker gauges.
+func (m *Model) newSequences(met *RouterMetrics) (*Sequences, error) {
 	seqCfg := DefaultSequencesConfig(m.info.BlockSize)
 	seqCfg.TrackActiveBlocks = !m.cfg.NoTrackActiveBlocks
 	seqCfg.RouterID = m.events.InstanceID()
-	var deps SequencesDeps
+	deps := SequencesDeps{OnLoad: func(l ActiveLoad) {
+		m.monitor.ObserveActiveLoad(l)
+		met.SetActiveLoad("decode", l)
+	}}
 	if m.cfg.ReplicaSync {
 		subject := m.replicaSubject()
 		deps.Publish = func(ev SequenceEvent) {
@@ -220,6 +227,10 @@ func (m *Model) Decide(req *backend.Request) (*backend.Placement, error) {
 // the admission stage queues requests while every worker is.
 func (m *Model) Busy(workerID uint64) bool { return m.monitor.Busy(workerID) }
 
+// Monitor returns the model's load monitor: the workers' published load
+// and the busy thresholds.
+func (m *Model) Monitor() *LoadMonitor { return m.monitor }
+
 // Thresholds returns the busy thresholds in force.
 func (m *Model) Thresholds() BusyThresholds { return m.monitor.Thresholds() }
 
@@ -253,6 +264,7 @@ func (m *Model) RemoveWorker(id uint64) {
 	}
 	m.monitor.RemoveWorker(id)
 	m.router.RemoveWorker(id)
+	m.met.DeleteWorker(id)
 }
 
 // Run subscribes to the workers' KV events and load metrics (and the
