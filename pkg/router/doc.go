@@ -2,8 +2,16 @@
 // pipeline on the frontend: a backend.Generator that picks one instance of
 // an endpoint for each request with a Policy, sends it the request through
 // the runtime, and streams the instance's outputs back, each stamped with
-// its backend.Placement. Instances whose calls fail are taken out of
-// rotation for a while.
+// its backend.Placement. Instances whose calls fail for an instance fault
+// (runtime.IsInstanceFault: cannot connect, disconnected, an engine
+// shutting down) are taken out of rotation for a while; an instance that
+// refuses a request as full, or does not accept it in time
+// (runtime.ErrAckTimeout), is busy, not down, and stays.
+//
+// The router counts what it has in flight to each instance (Load: the
+// requests, and their prompt tokens until the first output), in every
+// mode: the admission stage weighs saturation by it (Loads, and
+// OnLoadChange when capacity frees).
 //
 // Policies, one file each: Random, RoundRobin, and Direct (the request
 // names its instance). A request pinned to an instance

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,5 +109,77 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after %v: still waiting for %s", d, what)
 		}
+	}
+}
+
+// The router counts what it has in flight to each instance: a request
+// from its send to its end, its prompt tokens until its first output; an
+// instance that refused a request as full counts as Refusing for
+// RefusalHold. It says when capacity frees (OnLoadChange).
+func TestLoadsCountWhatIsInFlight(t *testing.T) {
+	f := newFleet(t, 0)
+	worker := runtimetest.Start(t, runtime.Config{
+		Discovery: runtime.DiscoveryMem, TCPHost: "127.0.0.1", InhibitDuration: time.Minute,
+		SystemPort: runtime.SystemPortDisabled, GracePeriod: -1, WorkerPoolSize: 1,
+	}, runtime.Deps{MemSpace: f.mem})
+	id := worker.InstanceID()
+	holding, release := make(chan struct{}, 1), make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = worker.Endpoint(ep).Serve(ctx, runtime.HandlerFunc(func(rc *runtime.Context, _ []byte, emit func([]byte) error) error {
+			holding <- struct{}{}
+			<-release // the prefill
+			b, _ := backend.AppendOutputJSON(nil, backend.Tokens(1))
+			if err := emit(b); err != nil {
+				return err
+			}
+			<-rc.Done() // the decode, until killed
+			return context.Cause(rc)
+		}))
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	waitInstances(t, t.Context(), f.client, 1)
+	r := router.New(f.client, &router.RoundRobin{}, nil, nil)
+	var changes atomic.Int32
+	r.OnLoadChange(func() { changes.Add(1) })
+	load := func() (router.Load, int) {
+		l, routed := r.Loads([]uint64{id})
+		return l[0], routed
+	}
+
+	holder := runtime.NewContext(context.Background(), "")
+	held := make(chan error, 1)
+	go func() {
+		held <- r.Generate(holder, &backend.Request{TokenIDs: make([]uint32, 10)}, func(*backend.Output) error { return nil })
+	}()
+	<-holding
+	if l, routed := load(); l != (router.Load{Requests: 1, PrefillTokens: 10}) || routed != 1 {
+		t.Fatalf("in prefill: %+v, %d routed; want 1 request, 10 prefill tokens", l, routed)
+	}
+	close(release)
+	waitFor(t, 5*time.Second, "the first output to end the prefill count", func() bool {
+		l, _ := load()
+		return l == router.Load{Requests: 1}
+	})
+	if _, err := ask(t, r, nil); !errors.Is(err, runtime.ErrResourceExhausted) {
+		t.Fatalf("a request to the full worker = %v, want ResourceExhausted", err)
+	}
+	if l, routed := load(); !l.Refusing || l.Requests != 1 || routed != 1 {
+		t.Errorf("after its refusal: %+v, %d routed; want Refusing and the one request", l, routed)
+	}
+	holder.Kill()
+	<-held
+	holder.Release()
+	if l, routed := load(); l.Requests != 0 || l.PrefillTokens != 0 || routed != 0 {
+		t.Errorf("after the end: %+v, %d routed; want nothing in flight", l, routed)
+	}
+	waitFor(t, 2*router.RefusalHold, "the refusal to be forgotten", func() bool {
+		l, _ := load()
+		return l == router.Load{}
+	})
+	if changes.Load() < 2 {
+		t.Errorf("OnLoadChange called %d times, want at least at the first output and at the end", changes.Load())
 	}
 }

@@ -43,12 +43,14 @@ var _ instanceSource = (*runtime.Client)(nil)
 
 // PushRouter is the last stage of a model's pipeline: it sends each
 // request to one instance of an endpoint, picked by its policy, and
-// streams the instance's outputs back.
+// streams the instance's outputs back, counting each request in its
+// instance's Load while it runs.
 type PushRouter struct {
 	src    instanceSource
 	policy Policy
 	log    *slog.Logger
 	tracer trace.Tracer
+	loads  loads
 }
 
 var _ backend.Generator = (*PushRouter)(nil)
@@ -83,7 +85,7 @@ func (r *PushRouter) Generate(ctx context.Context, req *backend.Request, emit fu
 		if err != nil {
 			return err
 		}
-		err = r.call(ctx, id, payload, emit)
+		err = r.call(ctx, id, len(req.TokenIDs), payload, emit)
 		if attempt == 0 && errors.Is(err, runtime.ErrUnknownInstance) {
 			r.log.WarnContext(ctx, "router: instance disappeared during routing, reselecting", "endpoint", r.src.Endpoint().Path(), "instance_id", id)
 			exclude = id
@@ -103,11 +105,22 @@ func (r *PushRouter) GenerateOn(ctx context.Context, id uint64, req *backend.Req
 	if err != nil {
 		return err
 	}
-	return r.call(ctx, id, payload, emit)
+	return r.call(ctx, id, len(req.TokenIDs), payload, emit)
 }
 
 // Available returns the instances requests can go to now, sorted.
 func (r *PushRouter) Available() []uint64 { return r.src.Available() }
+
+// Loads returns the load this router has in flight to each of ids, in
+// the same order, and the requests it has in flight in all (to any
+// instance, available or not).
+func (r *PushRouter) Loads(ids []uint64) ([]Load, int) { return r.loads.of(ids) }
+
+// OnLoadChange makes the router call f after every change of its loads
+// that frees capacity: a request's first output, its end. f must not
+// block; it runs on the request's goroutine, with no lock of the
+// router's held. Call it before the router serves requests.
+func (r *PushRouter) OnLoadChange(f func()) { r.loads.onChange = f }
 
 func (r *PushRouter) pick(req *backend.Request, exclude uint64) (uint64, error) {
 	ids := r.src.Available()
@@ -124,19 +137,22 @@ func (r *PushRouter) pick(req *backend.Request, exclude uint64) (uint64, error) 
 	return id, nil
 }
 
-// call sends the encoded request to instance id and decodes its outputs,
+// call sends the encoded request of isl prompt tokens to instance id and
+// decodes its outputs, counting it in the instance's Load until it ends,
 // under a routing span (the policy, the instance, and what the stages
 // before said through telemetry.WithAttributes) that is the parent of the
 // worker's spans. An instance whose call fails for an instance fault
 // (cannot connect, disconnected, timeouts, engine shutdown) is reported
 // down, unless the caller stopped the request.
-func (r *PushRouter) call(ctx context.Context, id uint64, payload []byte, emit func(*backend.Output) error) error {
+func (r *PushRouter) call(ctx context.Context, id uint64, isl int, payload []byte, emit func(*backend.Output) error) error {
 	ctx, span := r.tracer.Start(ctx, "route", trace.WithAttributes(telemetry.Attributes(ctx)...),
 		trace.WithAttributes(attrInstance.String(fmt.Sprintf("%x", id))))
 	defer span.End()
 	rc, _ := runtime.FromContext(ctx)
 	placement := &backend.Placement{WorkerID: id}
+	f := r.loads.start(id, isl)
 	err := r.src.Call(ctx, id, payload, func(item []byte) error {
+		f.prefilled()
 		var out backend.Output
 		if err := backend.DecodeOutput(item, &out); err != nil {
 			return fmt.Errorf("router: decode engine output: %w", err)
@@ -144,6 +160,7 @@ func (r *PushRouter) call(ctx context.Context, id uint64, payload []byte, emit f
 		out.Placement = placement
 		return emit(&out)
 	})
+	f.end(err)
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 	}
