@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -101,8 +103,14 @@ func (f *flags) modelsConfig() (pipeline.Config, error) {
 	if !(*f.queueTimeout > 0) || c.Queue.Timeout < time.Millisecond {
 		errs = append(errs, fmt.Errorf("--router-queue-timeout %v: want a positive number of seconds (at least 0.001)", *f.queueTimeout))
 	}
-	if c.Queue.Policy != admission.PolicyFCFS {
-		errs = append(errs, fmt.Errorf("--router-queue-policy %q: want fcfs", c.Queue.Policy))
+	if !slices.Contains(admission.Policies, c.Queue.Policy) {
+		errs = append(errs, fmt.Errorf("--router-queue-policy %q: want one of %s", c.Queue.Policy, strings.Join(admission.Policies, ", ")))
+	}
+	switch v := *f.queueThreshold; {
+	case !(v >= 0) || math.IsInf(v, 1):
+		errs = append(errs, fmt.Errorf("--router-queue-threshold %v: want a multiple of max_num_batched_tokens (> 0), or 0 for off", v))
+	case v > 0:
+		c.Queue.Threshold = &v
 	}
 	if c.Queue.WorkerLimit < 0 {
 		errs = append(errs, fmt.Errorf("--router-queue-worker-limit %d: must not be negative", c.Queue.WorkerLimit))

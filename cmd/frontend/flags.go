@@ -31,7 +31,7 @@ type flags struct {
 	queueMax, queueWorkerLimit                    *int
 	tenantMax                                     *int
 	tenantHeader                                  *string
-	queueTimeout                                  *float64
+	queueTimeout, queueThreshold                  *float64
 	queuePolicy                                   *string
 
 	apiKeys                                 secretList
@@ -75,8 +75,9 @@ func register(s *envflag.Set) *flags {
 		tenantHeader:     s.String("tenant-header", "x-dynamo-tenant", "request header naming the tenant when no API keys are configured", "DYN_TENANT_HEADER"),
 		queueMax:         s.Int("router-queue-max", 1024, "requests that may wait per model while every worker is saturated; one more is refused at once (503 with Retry-After); 0 refuses instead of queueing", "DYN_ROUTER_QUEUE_MAX"),
 		queueTimeout:     s.Float64("router-queue-timeout", 30, "seconds a request may wait in the queue before a 503 with Retry-After", "DYN_ROUTER_QUEUE_TIMEOUT"),
-		queuePolicy:      s.String("router-queue-policy", "fcfs", "queue order: fcfs (earliest first; nvext.agent_hints.latency_sensitivity moves a request that many seconds ahead)", "DYN_ROUTER_QUEUE_POLICY"),
+		queuePolicy:      s.String("router-queue-policy", "fcfs", "queue order: fcfs (earliest first), lcfs (latest first, for experiments) or wspt (highest (1 + priority jump) / prompt tokens first: short prompts first); nvext.agent_hints.latency_sensitivity (or priority) is the priority jump, in seconds", "DYN_ROUTER_QUEUE_POLICY"),
 		queueWorkerLimit: s.Int("router-queue-worker-limit", 0, "requests a worker may have in flight from this frontend when its card has no max_num_seqs; 0 is unlimited", "DYN_ROUTER_QUEUE_WORKER_LIMIT"),
+		queueThreshold:   s.Float64("router-queue-threshold", 0, "a worker with more prompt tokens in flight from this frontend, not yet prefilled, than this many times its max_num_batched_tokens (10,000,000 when its card does not say) is saturated; unset or 0 turns this rule off (the reference's E2 default is 4)", "DYN_ROUTER_QUEUE_THRESHOLD"),
 
 		apiKeyFile:      s.String("api-key-file", "", "file of API keys, one a line (blank lines and # comments skipped), for keys mounted as secrets; adds to --api-key", "DYN_API_KEY_FILE"),
 		authExempt:      s.String("api-key-exempt-paths", strings.Join(frontend.DefaultAuthExemptPaths, ","), "with API keys: paths served without a key, comma separated (a trailing * makes a prefix; none for no path)", "DYN_API_KEY_EXEMPT_PATHS"),

@@ -252,14 +252,24 @@ func TestQueueFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q := s.models.Queue; q == nil || q.Max != 1024 || q.Timeout != 30*time.Second || q.Policy != "fcfs" || q.WorkerLimit != 0 {
+	if q := s.models.Queue; q == nil || q.Max != 1024 || q.Timeout != 30*time.Second || q.Policy != "fcfs" || q.WorkerLimit != 0 || q.Threshold != nil {
 		t.Errorf("defaults: %+v", q)
 	}
-	s, err = parse(map[string]string{"DYN_ROUTER_QUEUE_TIMEOUT": "2.5"}, "--router-queue-max", "0", "--router-queue-worker-limit", "4")
-	if q := s.models.Queue; err != nil || q.Max != 0 || q.Timeout != 2500*time.Millisecond || q.WorkerLimit != 4 {
+	s, err = parse(map[string]string{"DYN_ROUTER_QUEUE_TIMEOUT": "2.5", "DYN_ROUTER_QUEUE_THRESHOLD": "4"},
+		"--router-queue-max", "0", "--router-queue-worker-limit", "4", "--router-queue-policy", "wspt")
+	if q := s.models.Queue; err != nil || q.Max != 0 || q.Timeout != 2500*time.Millisecond || q.WorkerLimit != 4 || q.Policy != "wspt" || q.Threshold == nil || *q.Threshold != 4 {
 		t.Errorf("%v: %+v", err, q)
 	}
-	for _, args := range [][]string{{"--router-queue-max", "-1"}, {"--router-queue-timeout", "0"}, {"--router-queue-policy", "lcfs"}, {"--router-queue-worker-limit", "-2"}} {
+	for _, policy := range []string{"fcfs", "lcfs", "wspt"} {
+		if s, err := parse(nil, "--router-queue-policy", policy); err != nil || s.models.Queue.Policy != policy {
+			t.Errorf("--router-queue-policy %s: %v", policy, err)
+		}
+	}
+	if s, err := parse(nil, "--router-queue-threshold", "0"); err != nil || s.models.Queue.Threshold != nil {
+		t.Errorf("--router-queue-threshold 0 (off): %v, %+v", err, s.models.Queue)
+	}
+	for _, args := range [][]string{{"--router-queue-max", "-1"}, {"--router-queue-timeout", "0"}, {"--router-queue-policy", "sjf"},
+		{"--router-queue-worker-limit", "-2"}, {"--router-queue-threshold", "-1"}} {
 		if _, err := parse(nil, args...); err == nil {
 			t.Errorf("%v: accepted", args)
 		}

@@ -4,39 +4,63 @@
 //
 // # Capacity
 //
-// The stage counts the requests this frontend has in flight to each of the
-// model's workers. A request counts as "unplaced" from its admission until
-// its first output names its worker (backend.Output.Placement, set by the
-// push router on every output), then against that worker until its stream
-// ends, fails or is cancelled. When a migration re-issues it elsewhere, it
-// moves to the new worker with the new stream's first output.
+// The stage weighs each available worker's load (Workers, which the
+// pipeline builds over the model's push router): this frontend's
+// requests in flight to it, counted from the moment they are sent to it,
+// and their prompt tokens not yet prefilled (until the first output).
+// A worker is saturated
 //
-// A worker is saturated when its count reaches its capacity (Config.Capacity:
-// the card's max_num_seqs times its data-parallel size, or
-// Config.WorkerLimit when the card says nothing; 0 is unlimited), or when
-// the Busy checker says so (router mode kv: the busy thresholds, also
-// those set through /busy_threshold). A request is admitted while the
-// unplaced requests fit in the headroom left on the available workers
-// that are not busy. A model with no available worker admits everything:
-// that is not overload, and the router answers "no instances".
+//   - by count: its requests reach its capacity (Config.Capacity: the
+//     card's max_num_seqs times its data-parallel size, or
+//     Config.WorkerLimit when the card says nothing; 0 is unlimited);
+//   - by tokens (spec §4.6): its prompt tokens not yet prefilled exceed
+//     Config.TokenBudget (--router-queue-threshold times the card's
+//     max_num_batched_tokens times its data-parallel size; 0 is off);
+//   - by what it publishes (WorkerLoad.Busy): its own count of running
+//     and waiting requests reaches max_num_seqs on every rank (other
+//     frontends' requests included), the KV router's busy thresholds
+//     say so (router mode kv, also as set through /busy_threshold), or
+//     it refused a request a moment ago.
+//
+// A request is admitted while the admitted requests not yet sent to a
+// worker fit in the headroom left on the available workers that are not
+// saturated. A model with no available worker admits everything: that
+// is not overload, and the router answers "no instances". Unsaturated
+// lets the router pick among the workers with room (round-robin and
+// random through their policy, the KV router through its candidates).
 //
 // # The queue
 //
 // When the model is saturated a request waits in a queue of at most
-// Config.QueueMax requests, ordered by effective arrival: its arrival
-// time less its priority jump (backend.Routing.PriorityJump, from
-// nvext.agent_hints.latency_sensitivity, in seconds), earliest first —
-// the fcfs policy of the reference router, where a jump moves a request
-// ahead of those that arrived less than that many seconds before it. A
-// slot that frees (a stream ends, fails or is cancelled) goes to the
-// head at once; waiters also look again every Config.Recheck, for busy
-// workers that recovered and workers that joined.
+// Config.QueueMax requests, ordered by Config.Policy (the reference
+// router's --router-queue-policy): fcfs, the default, by effective
+// arrival, its arrival time less its priority jump
+// (backend.Routing.PriorityJump, from nvext.agent_hints, in seconds),
+// earliest first, so that a jump moves a request ahead of those that
+// arrived less than that many seconds before it; lcfs, latest first, for
+// experiments; wspt, the highest (1 + jump) / prompt tokens first, which
+// favours short prompts. Capacity that frees (a request's first output,
+// its end; the push router calls Kick) goes to the head at once; waiters
+// also look again every Config.Recheck, for the workers' published load.
 //
 // A request that arrives at a full queue, or waits longer than
 // Config.QueueTimeout, is refused at once with a *RefusedError (matching
 // ErrRefused and runtime.ErrWorkerOverloaded), carrying how long to wait
 // before retrying. A request whose context ends while it waits leaves
 // the queue at once and returns the context's error.
+//
+// # Refused by a worker
+//
+// A worker may refuse an admitted request before it starts: its own
+// queue is full (ResourceExhausted), it is alive but did not accept the
+// request within the request plane's ack timeout
+// (runtime.ErrAckTimeout), or the KV router found every worker busy.
+// That is overload, never a fault: the request goes back to the queue
+// in its original place (after Config.Recheck, so that the refusal is
+// seen), and waits for a worker with room within the queue timeout from
+// its arrival. Without a queue, or once that time is spent, it is
+// refused with the worker's reason. Requeues and refusals are counted by
+// reason.
 //
 // # Where it sits
 //

@@ -14,6 +14,7 @@ type Metrics struct {
 	saturated *prometheus.GaugeVec
 	wait      *prometheus.HistogramVec
 	refused   *prometheus.CounterVec
+	requeued  *prometheus.CounterVec
 }
 
 // NewMetrics registers the admission metrics on reg, named
@@ -26,7 +27,7 @@ func NewMetrics(reg prometheus.Registerer, prefix string) (*Metrics, error) {
 		}, []string{"model"}),
 		saturated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: prefix + "_router_saturated_workers",
-			Help: "The model's available workers that are saturated: as many requests in flight from this frontend as their capacity (max_num_seqs), or busy by the KV router's thresholds.",
+			Help: "The model's available workers that are saturated: as many requests in flight from this frontend as their capacity (max_num_seqs), more prefill tokens in flight than --router-queue-threshold times max_num_batched_tokens, full by their published load, busy by the KV router's thresholds, or refusing requests.",
 		}, []string{"model"}),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    prefix + "_router_queue_wait_seconds",
@@ -35,10 +36,14 @@ func NewMetrics(reg prometheus.Registerer, prefix string) (*Metrics, error) {
 		}, []string{"model"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: prefix + "_router_queue_rejected_total",
-			Help: "Requests refused because the model's workers were saturated, by reason: queue_full (the queue was full on arrival) or queue_timeout (waited --router-queue-timeout).",
+			Help: "Requests refused because the model's workers were saturated, by reason: queue_full (the queue was full on arrival), queue_timeout (waited --router-queue-timeout), worker_full, ack_timeout or workers_busy (a worker refused it and it could not wait for another), tenant_limit (its tenant had --tenant-max-inflight requests in flight).",
+		}, []string{"model", "reason"}),
+		requeued: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: prefix + "_router_queue_requeued_total",
+			Help: "Requests a worker refused before they started that went back to the queue for another worker, by reason: worker_full (the worker's own queue was full), ack_timeout (the worker was alive but did not accept it in time), workers_busy (the KV router found every worker busy).",
 		}, []string{"model", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.pending, m.saturated, m.wait, m.refused} {
+	for _, c := range []prometheus.Collector{m.pending, m.saturated, m.wait, m.refused, m.requeued} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("admission: register metrics: %w", err)
 		}
@@ -65,6 +70,12 @@ func (m *Metrics) refusal(model, reason string) {
 	}
 }
 
+func (m *Metrics) requeue(model, reason string) {
+	if m != nil {
+		m.requeued.WithLabelValues(model, reason).Inc()
+	}
+}
+
 // Remove drops the series of a model that is no longer served.
 func (m *Metrics) Remove(model string) {
 	if m != nil {
@@ -72,5 +83,6 @@ func (m *Metrics) Remove(model string) {
 		m.saturated.DeleteLabelValues(model)
 		m.wait.DeleteLabelValues(model)
 		m.refused.DeletePartialMatch(prometheus.Labels{"model": model})
+		m.requeued.DeletePartialMatch(prometheus.Labels{"model": model})
 	}
 }

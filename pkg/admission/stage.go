@@ -1,20 +1,14 @@
 package admission
 
 import (
-	"container/heap"
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
-)
-
-// Queue policies (Config.Policy).
-const (
-	// PolicyFCFS serves the earliest effective arrival first: arrival
-	// time less the request's priority jump.
-	PolicyFCFS = "fcfs"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
 // Defaults of the zero Config fields.
@@ -24,21 +18,34 @@ const (
 	// short enough that a client learns of a standing overload well
 	// within common HTTP client timeouts (60 s and more).
 	DefaultQueueTimeout = 30 * time.Second
-	// DefaultRecheck is how often waiting requests look again at busy
-	// workers and joining workers, which free no slot of this frontend.
+	// DefaultRecheck is how often waiting requests look again at the
+	// workers' published load, which frees no slot of this frontend.
 	DefaultRecheck = 100 * time.Millisecond
 )
 
-// Workers lists the model's workers that can take requests now, sorted
-// (the pipeline's instance list).
-type Workers interface {
-	Available() []uint64
+// WorkerLoad is one available worker's load as the stage weighs it.
+type WorkerLoad struct {
+	// ID is the worker's instance id.
+	ID uint64
+	// Requests are this frontend's requests in flight to the worker,
+	// counted from the moment they are sent to it (router.Load).
+	Requests int
+	// PrefillTokens are the prompt tokens of those requests that have
+	// not produced their first output yet.
+	PrefillTokens int
+	// Busy marks a worker saturated by what the stage does not count
+	// itself: its published load (other frontends' requests too), the KV
+	// router's busy thresholds, or a refusal a moment ago.
+	Busy bool
 }
 
-// BusyChecker tells whether a worker is busy by load the stage does not
-// count itself (the KV router's busy thresholds: kv.Model).
-type BusyChecker interface {
-	Busy(workerID uint64) bool
+// Workers is the model's workers as the stage sees them (the pipeline's
+// view over its push router).
+type Workers interface {
+	// Loads returns the loads of the workers that can take requests now,
+	// and the requests this frontend has in flight to any worker,
+	// available or not.
+	Loads() (workers []WorkerLoad, routed int)
 }
 
 // Config configures one model's stage.
@@ -51,7 +58,8 @@ type Config struct {
 	// QueueTimeout is the longest wait in the queue (0:
 	// DefaultQueueTimeout).
 	QueueTimeout time.Duration
-	// Policy orders the queue; "" and PolicyFCFS are the only one.
+	// Policy orders the queue: PolicyFCFS ("" too), PolicyLCFS or
+	// PolicyWSPT.
 	Policy string
 	// Capacity is the requests a worker may have in flight from this
 	// frontend: the card's max_num_seqs times its data-parallel size; 0
@@ -60,10 +68,12 @@ type Config struct {
 	// WorkerLimit is the capacity of a worker whose card does not say; 0
 	// is unlimited (such workers are never saturated by count).
 	WorkerLimit int
-	// Busy, when set, marks workers saturated by their published load.
-	Busy BusyChecker
-	// Recheck is how often a waiting request looks again at busy and
-	// joining workers (0: DefaultRecheck).
+	// TokenBudget saturates a worker whose prefill tokens in flight
+	// exceed it: --router-queue-threshold times the card's
+	// max_num_batched_tokens times its data-parallel size; 0 is off.
+	TokenBudget int
+	// Recheck is how often a waiting request looks again at the workers'
+	// published load (0: DefaultRecheck).
 	Recheck time.Duration
 	// Metrics receives the queue's metrics; nil records nothing.
 	Metrics *Metrics
@@ -77,10 +87,10 @@ type Stage struct {
 	workers Workers
 	cfg     Config
 	log     *slog.Logger
+	order   func(*waiter) float64
 
 	mu       sync.Mutex
-	inflight map[uint64]int // requests in flight per worker, from their first output
-	unplaced int            // admitted requests without an output yet
+	admitted int // requests holding a slot: admitted, not yet ended
 	queue    waitQueue
 	seq      uint64
 	meanWait time.Duration // moving mean of the waits of requests admitted from the queue
@@ -88,7 +98,9 @@ type Stage struct {
 
 var _ backend.Generator = (*Stage)(nil)
 
-// New returns the stage in front of next, admitting onto workers.
+// New returns the stage in front of next, admitting onto workers. An
+// unknown Config.Policy is taken for PolicyFCFS (cmd/frontend validates
+// the flag).
 func New(next backend.Generator, workers Workers, cfg Config) *Stage {
 	if cfg.QueueTimeout <= 0 {
 		cfg.QueueTimeout = DefaultQueueTimeout
@@ -100,89 +112,130 @@ func New(next backend.Generator, workers Workers, cfg Config) *Stage {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Stage{next: next, workers: workers, cfg: cfg, log: log, inflight: map[uint64]int{}}
+	return &Stage{next: next, workers: workers, cfg: cfg, log: log, order: orderOf(cfg.Policy)}
 }
 
-// waiter is one queued request.
+// waiter is one request waiting for a slot.
 type waiter struct {
-	key      int64  // effective arrival, ns: arrival less the priority jump
-	seq      uint64 // arrival order, for equal keys
-	index    int    // in the heap; -1 once out of it
+	arrival  time.Time
+	jump     time.Duration // its priority jump
+	isl      int           // its prompt tokens
+	key      float64       // its place in the queue (Config.Policy); smallest first
+	seq      uint64        // arrival order, for equal keys
+	index    int           // in the heap; -1 once out of it
 	ready    chan struct{}
 	admitted bool // guarded by Stage.mu
 }
 
 // Generate admits req, waiting in the queue while the model is
-// saturated, and runs it through the next stage.
+// saturated, and runs it through the next stage. When a worker refuses
+// it as full, or does not accept it in time, before anything was
+// emitted, the request waits again (in its original place) for another
+// worker, within its queue timeout.
 func (s *Stage) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
 	if pinned(req) {
 		s.mu.Lock()
-		s.unplaced++
+		s.admitted++
 		s.mu.Unlock()
-		return s.run(ctx, req, emit)
-	}
-	if err := s.admit(ctx, req); err != nil {
+		err := s.run(ctx, req, emit, new(bool))
+		if reason := workerRefusal(err); reason != "" {
+			s.mu.Lock()
+			err = s.refuseLocked(reason, 0, err)
+			s.mu.Unlock()
+		}
 		return err
 	}
-	return s.run(ctx, req, emit)
+	s.mu.Lock()
+	s.seq++
+	w := &waiter{arrival: time.Now(), jump: jump(req), isl: len(req.TokenIDs), seq: s.seq, index: -1}
+	w.key = s.order(w)
+	s.mu.Unlock()
+	for again := false; ; again = true {
+		if err := s.admit(ctx, w, again); err != nil {
+			return err
+		}
+		emitted := false
+		err := s.run(ctx, req, emit, &emitted)
+		reason := workerRefusal(err)
+		if reason == "" || emitted || ctx.Err() != nil {
+			return err
+		}
+		// A worker refused it before it started: wait for another.
+		s.cfg.Metrics.requeue(s.cfg.Model, reason)
+		s.mu.Lock()
+		if s.cfg.QueueMax == 0 || time.Since(w.arrival) >= s.cfg.QueueTimeout {
+			err = s.refuseLocked(reason, time.Since(w.arrival), err)
+			s.mu.Unlock()
+			return err
+		}
+		s.mu.Unlock()
+		s.log.DebugContext(ctx, "admission: a worker refused the request; it waits for another", "model", s.cfg.Model, "reason", reason, "err", err)
+		// Let the refusal be seen (the router marks the worker busy)
+		// before looking for room again.
+		pause := time.NewTimer(s.cfg.Recheck)
+		select {
+		case <-pause.C:
+		case <-ctx.Done():
+			pause.Stop()
+			return context.Cause(ctx)
+		}
+	}
 }
 
-// admit returns once req holds a slot (counted as unplaced), or with the
-// refusal or the context's error.
-func (s *Stage) admit(ctx context.Context, req *backend.Request) error {
-	now := time.Now()
+// admit returns once w holds a slot, or with the refusal or the
+// context's error. w waits at most the queue timeout from its arrival;
+// again says it held a slot before (a worker refused it): it is not
+// refused for a full queue.
+func (s *Stage) admit(ctx context.Context, w *waiter, again bool) error {
 	s.mu.Lock()
 	s.dispatchLocked()
 	if s.queue.Len() == 0 && s.roomLocked() {
-		s.unplaced++
+		s.admitted++
 		s.publishLocked()
 		s.mu.Unlock()
 		return nil
 	}
-	if s.queue.Len() >= s.cfg.QueueMax {
-		err := s.refuseLocked(ReasonQueueFull, 0)
+	if s.queue.Len() >= s.cfg.QueueMax && !again {
+		err := s.refuseLocked(ReasonQueueFull, 0, nil)
 		s.mu.Unlock()
 		return err
 	}
-	s.seq++
-	w := &waiter{key: now.UnixNano() - jump(req), seq: s.seq, ready: make(chan struct{})}
-	heap.Push(&s.queue, w)
+	w.ready, w.admitted = make(chan struct{}), false
+	s.queue.push(w)
 	s.dispatchLocked() // a higher-priority arrival may go first
 	s.publishLocked()
 	s.mu.Unlock()
 
-	timeout := time.NewTimer(s.cfg.QueueTimeout)
+	timeout := time.NewTimer(max(0, s.cfg.QueueTimeout-time.Since(w.arrival)))
 	defer timeout.Stop()
 	recheck := time.NewTicker(s.cfg.Recheck)
 	defer recheck.Stop()
 	for {
 		select {
 		case <-w.ready:
-			s.waited(time.Since(now))
+			s.waited(time.Since(w.arrival))
 			return nil
 		case <-recheck.C:
-			s.mu.Lock()
-			s.dispatchLocked()
-			s.publishLocked()
-			s.mu.Unlock()
+			s.kick()
 		case <-ctx.Done():
 			if s.leave(w) {
-				s.waited(time.Since(now))
-				s.release(0, false) // admitted as it left: give the slot back
+				s.waited(time.Since(w.arrival))
+				s.release() // admitted as it left: give the slot back
 			}
 			return context.Cause(ctx)
 		case <-timeout.C:
 			s.mu.Lock()
 			if w.admitted { // admitted as the timer fired: take it
 				s.mu.Unlock()
-				s.waited(time.Since(now))
+				s.waited(time.Since(w.arrival))
 				return nil
 			}
-			heap.Remove(&s.queue, w.index)
-			err := s.refuseLocked(ReasonQueueTimeout, time.Since(now))
+			s.queue.remove(w)
+			waited := time.Since(w.arrival)
+			err := s.refuseLocked(ReasonQueueTimeout, waited, nil)
 			s.publishLocked()
 			s.mu.Unlock()
-			s.log.InfoContext(ctx, "admission: request refused after waiting in the queue", "model", s.cfg.Model, "waited", time.Since(now).Round(time.Millisecond))
+			s.log.InfoContext(ctx, "admission: request refused after waiting in the queue", "model", s.cfg.Model, "waited", waited.Round(time.Millisecond))
 			return err
 		}
 	}
@@ -196,7 +249,7 @@ func (s *Stage) leave(w *waiter) (admitted bool) {
 	if w.admitted {
 		return true
 	}
-	heap.Remove(&s.queue, w.index)
+	s.queue.remove(w)
 	s.publishLocked()
 	return false
 }
@@ -210,87 +263,102 @@ func (s *Stage) waited(d time.Duration) {
 }
 
 // refuseLocked counts a refusal and returns its error.
-func (s *Stage) refuseLocked(reason string, waited time.Duration) error {
+func (s *Stage) refuseLocked(reason string, waited time.Duration, cause error) error {
 	s.cfg.Metrics.refusal(s.cfg.Model, reason)
-	retry := min(max(s.meanWait, time.Second), max(s.cfg.QueueTimeout, time.Second))
-	return &RefusedError{Model: s.cfg.Model, Reason: reason, Waiting: s.queue.Len(), Waited: waited, RetryAfter: retry.Round(time.Second)}
+	return &RefusedError{Model: s.cfg.Model, Reason: reason, Waiting: s.queue.Len(), Waited: waited, RetryAfter: s.retryAfterLocked(), Cause: cause}
 }
 
-// run sends an admitted request on and tracks it to the end of its
-// stream.
-func (s *Stage) run(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
-	var worker uint64
-	placed := false
-	defer func() { s.release(worker, placed) }()
+// RetryAfter is how long a client refused now should wait before it
+// retries: the recent mean wait in the queue, at least a second and at
+// most the queue timeout.
+func (s *Stage) RetryAfter() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.retryAfterLocked()
+}
+
+func (s *Stage) retryAfterLocked() time.Duration {
+	return min(max(s.meanWait, time.Second), max(s.cfg.QueueTimeout, time.Second)).Round(time.Second)
+}
+
+// Refused counts a refusal of the model's requests made before the stage
+// (the frontend's per-tenant limit) under reason.
+func (s *Stage) Refused(reason string) { s.cfg.Metrics.refusal(s.cfg.Model, reason) }
+
+// run sends an admitted request on, holding its slot until its stream
+// ends; emitted tells whether an output reached emit.
+func (s *Stage) run(ctx context.Context, req *backend.Request, emit func(*backend.Output) error, emitted *bool) error {
+	defer s.release()
 	return s.next.Generate(ctx, req, func(out *backend.Output) error {
-		if p := out.Placement; p != nil && (!placed || p.WorkerID != worker) {
-			s.move(worker, placed, p.WorkerID)
-			worker, placed = p.WorkerID, true
-		}
+		*emitted = true
 		return emit(out)
 	})
 }
 
-// move counts a request against worker to, from worker from (or from the
-// unplaced when it was not placed).
-func (s *Stage) move(from uint64, placed bool, to uint64) {
+// release gives back a request's slot and hands it to the queue.
+func (s *Stage) release() {
 	s.mu.Lock()
-	s.dropLocked(from, placed)
-	s.inflight[to]++
-	s.dispatchLocked() // the previous worker has room again
-	s.publishLocked()
-	s.mu.Unlock()
-}
-
-// release ends a request's count and gives its slot to the queue.
-func (s *Stage) release(worker uint64, placed bool) {
-	s.mu.Lock()
-	s.dropLocked(worker, placed)
+	s.admitted--
 	s.dispatchLocked()
 	s.publishLocked()
 	s.mu.Unlock()
 }
 
-func (s *Stage) dropLocked(worker uint64, placed bool) {
-	if !placed {
-		s.unplaced--
-		return
+// kick looks again at the workers' loads and admits the head of the
+// queue while there is room: the push router calls it when a request
+// frees capacity (router.PushRouter.OnLoadChange), waiters every
+// Config.Recheck.
+func (s *Stage) kick() {
+	s.mu.Lock()
+	if s.queue.Len() > 0 {
+		s.dispatchLocked()
 	}
-	if s.inflight[worker]--; s.inflight[worker] <= 0 {
-		delete(s.inflight, worker)
-	}
+	s.publishLocked()
+	s.mu.Unlock()
 }
+
+// Kick is kick for the push router (see kick).
+func (s *Stage) Kick() { s.kick() }
 
 // dispatchLocked admits the head of the queue while there is room.
 func (s *Stage) dispatchLocked() {
 	for s.queue.Len() > 0 && s.roomLocked() {
-		w := heap.Pop(&s.queue).(*waiter)
+		w := s.queue.pop()
 		w.admitted = true
-		s.unplaced++
+		s.admitted++
 		close(w.ready)
 	}
 }
 
 // roomLocked reports whether one more request may be admitted: the model
-// has no available worker (the router answers that), or the unplaced
-// requests leave headroom on the workers that are not busy.
+// has no available worker (the router answers that), or the admitted
+// requests not yet sent to a worker leave headroom on the workers that
+// are not saturated.
 func (s *Stage) roomLocked() bool {
-	avail := s.workers.Available()
-	if len(avail) == 0 {
+	loads, routed := s.workers.Loads()
+	if len(loads) == 0 {
 		return true
 	}
 	c := s.capacity()
 	headroom := 0
-	for _, id := range avail {
-		if s.cfg.Busy != nil && s.cfg.Busy.Busy(id) {
+	for _, l := range loads {
+		if s.saturated(l) {
 			continue
 		}
 		if c <= 0 {
 			return true
 		}
-		headroom += max(0, c-s.inflight[id])
+		headroom += c - l.Requests
 	}
-	return s.unplaced < headroom
+	return max(0, s.admitted-routed) < headroom
+}
+
+// saturated applies the saturation rules to one worker: its published
+// load or a refusal (Busy), its requests against its capacity, its
+// prefill tokens against the token budget.
+func (s *Stage) saturated(l WorkerLoad) bool {
+	c := s.capacity()
+	return l.Busy || (c > 0 && l.Requests >= c) || (s.cfg.TokenBudget > 0 && l.PrefillTokens > s.cfg.TokenBudget)
 }
 
 // capacity is a worker's capacity; 0 is unlimited.
@@ -306,32 +374,33 @@ func (s *Stage) publishLocked() {
 	if s.cfg.Metrics == nil {
 		return
 	}
-	s.cfg.Metrics.state(s.cfg.Model, s.queue.Len(), s.saturatedLocked())
-}
-
-func (s *Stage) saturatedLocked() int {
-	c, n := s.capacity(), 0
-	for _, id := range s.workers.Available() {
-		if (c > 0 && s.inflight[id] >= c) || (s.cfg.Busy != nil && s.cfg.Busy.Busy(id)) {
+	loads, _ := s.workers.Loads()
+	n := 0
+	for _, l := range loads {
+		if s.saturated(l) {
 			n++
 		}
 	}
-	return n
+	s.cfg.Metrics.state(s.cfg.Model, s.queue.Len(), n)
 }
 
 // Unsaturated returns the ids among candidates that are not saturated,
-// or candidates itself when all are: a router policy can spread the
-// admitted requests over the workers with room.
+// or candidates itself when all are (or none is known): a router can
+// then send the admitted requests where there is room.
 func (s *Stage) Unsaturated(candidates []uint64) []uint64 {
-	c := s.capacity()
-	if c <= 0 && s.cfg.Busy == nil {
+	loads, _ := s.workers.Loads()
+	full := make(map[uint64]bool, len(loads))
+	for _, l := range loads {
+		if s.saturated(l) {
+			full[l.ID] = true
+		}
+	}
+	if len(full) == 0 {
 		return candidates
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []uint64
 	for _, id := range candidates {
-		if (c <= 0 || s.inflight[id] < c) && (s.cfg.Busy == nil || !s.cfg.Busy.Busy(id)) {
+		if !full[id] {
 			out = append(out, id)
 		}
 	}
@@ -341,16 +410,12 @@ func (s *Stage) Unsaturated(candidates []uint64) []uint64 {
 	return out
 }
 
-// Load reports the requests in flight (placed per worker, and unplaced)
-// and waiting; for tests and debugging.
-func (s *Stage) Load() (inflight map[uint64]int, unplaced, waiting int) {
+// Load reports the requests holding a slot and waiting; for tests and
+// debugging.
+func (s *Stage) Load() (admitted, waiting int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	inflight = make(map[uint64]int, len(s.inflight))
-	for id, n := range s.inflight {
-		inflight[id] = n
-	}
-	return inflight, s.unplaced, s.queue.Len()
+	return s.admitted, s.queue.Len()
 }
 
 // pinned reports whether the client chose the worker.
@@ -359,38 +424,29 @@ func pinned(req *backend.Request) bool {
 	return r != nil && (r.BackendInstanceID != nil || r.PrefillWorkerID != nil || r.DecodeWorkerID != nil)
 }
 
-// jump is the request's priority jump in nanoseconds (never negative).
-func jump(req *backend.Request) int64 {
+// jump is the request's priority jump (never negative).
+func jump(req *backend.Request) time.Duration {
 	if r := req.Routing; r != nil && r.PriorityJump != nil && *r.PriorityJump > 0 {
-		return int64(min(*r.PriorityJump, 1e9) * float64(time.Second))
+		return time.Duration(min(*r.PriorityJump, 1e9) * float64(time.Second))
 	}
 	return 0
 }
 
-// waitQueue is a min-heap of waiters by effective arrival, then arrival.
-type waitQueue []*waiter
-
-func (q waitQueue) Len() int { return len(q) }
-func (q waitQueue) Less(i, j int) bool {
-	if q[i].key != q[j].key {
-		return q[i].key < q[j].key
+// workerRefusal names a worker's refusal of a request that had not
+// started: ReasonAckTimeout for a worker that did not accept it in time,
+// ReasonWorkersBusy for the KV router finding every worker busy,
+// ReasonWorkerFull for a worker that said it was full; "" for anything
+// else.
+func workerRefusal(err error) string {
+	switch {
+	case err == nil || errors.Is(err, ErrRefused):
+		return ""
+	case errors.Is(err, runtime.ErrAckTimeout):
+		return ReasonAckTimeout
+	case errors.Is(err, runtime.ErrResourceExhausted):
+		return ReasonWorkerFull
+	case errors.Is(err, runtime.ErrWorkerOverloaded):
+		return ReasonWorkersBusy
 	}
-	return q[i].seq < q[j].seq
-}
-func (q waitQueue) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].index, q[j].index = i, j
-}
-func (q *waitQueue) Push(x any) {
-	w := x.(*waiter)
-	w.index = len(*q)
-	*q = append(*q, w)
-}
-func (q *waitQueue) Pop() any {
-	old := *q
-	w := old[len(old)-1]
-	old[len(old)-1] = nil
-	w.index = -1
-	*q = old[:len(old)-1]
-	return w
+	return ""
 }

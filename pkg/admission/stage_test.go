@@ -15,43 +15,116 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
-// workers is a fixed worker list.
-type workers []uint64
-
-func (w workers) Available() []uint64 { return append([]uint64(nil), w...) }
-
 // call is one request the fake next stage holds open.
 type call struct {
 	tag    uint32 // the request's first token id
 	worker uint64
 	emit   func(*backend.Output) error
 	end    chan error // the stream's result; closed or sent once
+	ended  bool       // guarded by fakeNext.mu
 }
 
-// moveTo makes the call's stream continue on another worker, as a
-// migration below the stage does.
-func (c *call) moveTo(id uint64) {
-	c.worker = id
-	_ = c.emit(&backend.Output{TokenIDs: []uint32{2}, Placement: &backend.Placement{WorkerID: id}})
-}
-
-// fakeNext places each request on a worker in turn, emits one output
-// and holds the stream open until its call ends.
+// fakeNext stands for the chain below the stage, the push router's
+// counting included: it places each request on the workers the stage
+// finds unsaturated, in turn, counts it there (its prompt tokens until
+// its first output), emits one output and holds the stream open until
+// its call ends. It is also the stage's Workers.
 type fakeNext struct {
 	workers []uint64
+	stage   *Stage
+	// refuse, when set, makes a worker refuse requests with its error
+	// before they start.
+	refuse func(worker uint64) error
+	// prefillGate, when set, holds every first output until it is
+	// closed.
+	prefillGate chan struct{}
 
-	mu    sync.Mutex
-	next  int
-	calls []*call
+	mu       sync.Mutex
+	next     int
+	calls    []*call
+	requests map[uint64]int
+	prefill  map[uint64]int
+	busy     map[uint64]bool
+	routed   int
+}
+
+func newFakeNext(ws []uint64) *fakeNext {
+	return &fakeNext{workers: ws, requests: map[uint64]int{}, prefill: map[uint64]int{}, busy: map[uint64]bool{}}
+}
+
+func (f *fakeNext) Loads() ([]WorkerLoad, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]WorkerLoad, len(f.workers))
+	for i, id := range f.workers {
+		out[i] = WorkerLoad{ID: id, Requests: f.requests[id], PrefillTokens: f.prefill[id], Busy: f.busy[id]}
+	}
+	return out, f.routed
+}
+
+// markRefusing marks a worker busy, as the push router marks one that
+// refused a request.
+func (f *fakeNext) markRefusing(id uint64) {
+	f.mu.Lock()
+	f.busy[id] = true
+	f.mu.Unlock()
+}
+
+// setBusy marks every worker busy (their published load) or not.
+func (f *fakeNext) setBusy(on bool) {
+	f.mu.Lock()
+	for _, id := range f.workers {
+		f.busy[id] = on
+	}
+	f.mu.Unlock()
+}
+
+func (f *fakeNext) count(worker uint64, requests, prefill int) {
+	f.mu.Lock()
+	f.requests[worker] += requests
+	f.prefill[worker] += prefill
+	f.routed += requests
+	f.mu.Unlock()
 }
 
 func (f *fakeNext) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
+	ids := f.stage.Unsaturated(f.workers)
 	f.mu.Lock()
-	c := &call{tag: req.TokenIDs[0], worker: f.workers[f.next%len(f.workers)], emit: emit, end: make(chan error, 1)}
+	first := ids[f.next%len(ids)]
+	c := &call{tag: req.TokenIDs[0], worker: first, emit: emit, end: make(chan error, 1)}
 	f.next++
 	f.calls = append(f.calls, c)
 	f.mu.Unlock()
-	if err := emit(&backend.Output{TokenIDs: []uint32{1}, Placement: &backend.Placement{WorkerID: c.worker}}); err != nil {
+	if f.refuse != nil {
+		if err := f.refuse(first); err != nil {
+			return err
+		}
+	}
+	isl := len(req.TokenIDs)
+	f.count(first, 1, isl)
+	prefilled := false
+	defer func() {
+		f.mu.Lock()
+		c.ended = true
+		f.requests[c.worker]--
+		if !prefilled {
+			f.prefill[c.worker] -= isl
+		}
+		f.routed--
+		f.mu.Unlock()
+		f.stage.Kick()
+	}()
+	if f.prefillGate != nil {
+		select {
+		case <-f.prefillGate:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	f.count(first, 0, -isl) // the first output
+	prefilled = true
+	f.stage.Kick()
+	if err := emit(&backend.Output{TokenIDs: []uint32{1}, Placement: &backend.Placement{WorkerID: first}}); err != nil {
 		return err
 	}
 	select {
@@ -84,6 +157,33 @@ func (f *fakeNext) call(tag uint32) *call {
 	return nil
 }
 
+// lastWorker is the worker of the latest call.
+func (f *fakeNext) lastWorker() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[len(f.calls)-1].worker
+}
+
+func (f *fakeNext) workerOf(c *call) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return c.worker
+}
+
+// moveTo makes request tag's stream continue on another worker, as a
+// migration below the stage does.
+func (f *fakeNext) moveTo(tag uint32, id uint64) {
+	c := f.call(tag)
+	f.mu.Lock()
+	if !c.ended {
+		f.requests[c.worker]--
+		f.requests[id]++
+		c.worker = id
+	}
+	f.mu.Unlock()
+	f.stage.Kick()
+}
+
 // fixture is a stage over a fake next stage, with requests running in
 // goroutines of the test.
 type fixture struct {
@@ -98,21 +198,29 @@ type fixture struct {
 	cancels map[uint32]context.CancelFunc
 }
 
-func newFixture(t *testing.T, ws workers, cfg Config) *fixture {
+func newFixture(t *testing.T, ws []uint64, cfg Config) *fixture {
 	reg := prometheus.NewRegistry()
 	met, err := NewMetrics(reg, "dynamo_frontend")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Model, cfg.Metrics = "m", met
-	f := &fixture{t: t, next: &fakeNext{workers: ws}, reg: reg, results: map[uint32]error{}, cancels: map[uint32]context.CancelFunc{}}
-	f.stage = New(f.next, ws, cfg)
+	f := &fixture{t: t, next: newFakeNext(ws), reg: reg, results: map[uint32]error{}, cancels: map[uint32]context.CancelFunc{}}
+	f.stage = New(f.next, f.next, cfg)
+	f.next.stage = f.stage
 	return f
 }
 
 // send starts request tag with the given priority jump (seconds).
 func (f *fixture) send(tag uint32, jumpSecs float64, pin bool) {
-	req := &backend.Request{TokenIDs: []uint32{tag}, Routing: &backend.Routing{}}
+	f.sendPrompt(tag, jumpSecs, pin, 1)
+}
+
+// sendPrompt starts request tag with a prompt of isl tokens.
+func (f *fixture) sendPrompt(tag uint32, jumpSecs float64, pin bool, isl int) {
+	prompt := make([]uint32, isl)
+	prompt[0] = tag
+	req := &backend.Request{TokenIDs: prompt, Routing: &backend.Routing{}}
 	if jumpSecs != 0 {
 		req.Routing.PriorityJump = &jumpSecs
 	}
@@ -178,9 +286,15 @@ func (f *fixture) finish() {
 		synctest.Wait()
 	}
 	f.wg.Wait()
-	inflight, unplaced, waiting := f.stage.Load()
-	if len(inflight) != 0 || unplaced != 0 || waiting != 0 {
-		f.t.Errorf("left over: in flight %v, unplaced %d, waiting %d", inflight, unplaced, waiting)
+	admitted, waiting := f.stage.Load()
+	loads, routed := f.next.Loads()
+	if admitted != 0 || waiting != 0 || routed != 0 {
+		f.t.Errorf("left over: admitted %d, waiting %d, routed %d", admitted, waiting, routed)
+	}
+	for _, l := range loads {
+		if l.Requests != 0 || l.PrefillTokens != 0 {
+			f.t.Errorf("left over on worker %d: %+v", l.ID, l)
+		}
 	}
 	if v := testutil.ToFloat64(f.stage.cfg.Metrics.pending); v != 0 {
 		f.t.Errorf("pending gauge %v after the end", v)
@@ -201,7 +315,7 @@ func equalTags(a, b []uint32) bool {
 
 func TestNoCapacityInfoNeverQueues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, workers{1, 2}, Config{QueueMax: 0})
+		f := newFixture(t, []uint64{1, 2}, Config{QueueMax: 0})
 		for i := range 50 {
 			f.send(uint32(i+1), 0, false)
 		}
@@ -215,7 +329,7 @@ func TestNoCapacityInfoNeverQueues(t *testing.T) {
 
 func TestOrderByPriorityThenArrival(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, workers{1}, Config{QueueMax: 10, Capacity: 1})
+		f := newFixture(t, []uint64{1}, Config{QueueMax: 10, Capacity: 1})
 		f.send(100, 0, false)
 		synctest.Wait()
 		// Queued in this order: 1 and 2 plain, 3 with a 10 s jump, 4 plain,
@@ -228,7 +342,7 @@ func TestOrderByPriorityThenArrival(t *testing.T) {
 			f.send(r.tag, r.jump, false)
 			synctest.Wait()
 		}
-		if _, _, waiting := f.stage.Load(); waiting != 5 {
+		if _, waiting := f.stage.Load(); waiting != 5 {
 			t.Fatalf("%d waiting, want 5", waiting)
 		}
 		if v := testutil.ToFloat64(f.stage.cfg.Metrics.pending); v != 5 {
@@ -253,7 +367,7 @@ func TestOrderByPriorityThenArrival(t *testing.T) {
 
 func TestFullQueueRefusesAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, workers{1}, Config{QueueMax: 1, Capacity: 1})
+		f := newFixture(t, []uint64{1}, Config{QueueMax: 1, Capacity: 1})
 		f.send(1, 0, false)
 		synctest.Wait()
 		f.send(2, 0, false)
@@ -281,7 +395,7 @@ func TestFullQueueRefusesAtOnce(t *testing.T) {
 
 func TestNoQueueRefusesWhenSaturated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, workers{1, 2}, Config{QueueMax: 0, WorkerLimit: 1})
+		f := newFixture(t, []uint64{1, 2}, Config{QueueMax: 0, WorkerLimit: 1})
 		f.send(1, 0, false)
 		f.send(2, 0, false)
 		synctest.Wait()
@@ -296,7 +410,7 @@ func TestNoQueueRefusesWhenSaturated(t *testing.T) {
 
 func TestTimeoutRefuses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, workers{1}, Config{QueueMax: 4, Capacity: 1, QueueTimeout: 3 * time.Second})
+		f := newFixture(t, []uint64{1}, Config{QueueMax: 4, Capacity: 1, QueueTimeout: 3 * time.Second})
 		f.send(1, 0, false)
 		synctest.Wait()
 		start := time.Now()
@@ -326,7 +440,7 @@ func TestTimeoutRefuses(t *testing.T) {
 
 func TestCancelWhileQueuedLeavesAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, workers{1}, Config{QueueMax: 4, Capacity: 1})
+		f := newFixture(t, []uint64{1}, Config{QueueMax: 4, Capacity: 1})
 		f.send(1, 0, false)
 		synctest.Wait()
 		f.send(2, 0, false)
@@ -339,7 +453,7 @@ func TestCancelWhileQueuedLeavesAtOnce(t *testing.T) {
 		if !done || !errors.Is(err, context.Canceled) || time.Since(start) != 0 {
 			t.Fatalf("cancelled request: done %v, %v", done, err)
 		}
-		if _, _, waiting := f.stage.Load(); waiting != 1 {
+		if _, waiting := f.stage.Load(); waiting != 1 {
 			t.Errorf("%d waiting, want 1", waiting)
 		}
 		f.end(1, nil)
@@ -362,7 +476,7 @@ func TestSlotFreesWhenStreamEnds(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				f := newFixture(t, workers{1}, Config{QueueMax: 4, Capacity: 1})
+				f := newFixture(t, []uint64{1}, Config{QueueMax: 4, Capacity: 1})
 				f.send(1, 0, false)
 				synctest.Wait()
 				f.send(2, 0, false)
@@ -383,24 +497,26 @@ func TestSlotFreesWhenStreamEnds(t *testing.T) {
 
 func TestMigrationMovesTheCount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, workers{1, 2}, Config{QueueMax: 4, Capacity: 1})
+		f := newFixture(t, []uint64{1, 2}, Config{QueueMax: 4, Capacity: 1})
 		f.send(1, 0, false) // on worker 1
 		synctest.Wait()
 		f.send(2, 0, false) // on worker 2
 		synctest.Wait()
 		f.send(3, 0, false)
 		synctest.Wait()
-		if in, _, waiting := f.stage.Load(); in[1] != 1 || in[2] != 1 || waiting != 1 {
-			t.Fatalf("in flight %v, waiting %d", in, waiting)
+		if _, waiting := f.stage.Load(); waiting != 1 {
+			t.Fatalf("%d waiting, want 1", waiting)
 		}
-		f.next.call(1).moveTo(2) // request 1 migrates to worker 2: worker 1 has room
+		f.next.moveTo(1, 2) // request 1 migrates to worker 2: worker 1 has room
 		synctest.Wait()
-		in, unplaced, waiting := f.stage.Load()
-		if in[1] != 1 || in[2] != 2 || unplaced != 0 || waiting != 0 {
-			t.Fatalf("after the migration: in flight %v, unplaced %d, waiting %d; want 1:1 2:2", in, unplaced, waiting)
+		if admitted, waiting := f.stage.Load(); admitted != 3 || waiting != 0 {
+			t.Fatalf("after the migration: %d admitted, %d waiting; want 3 and 0", admitted, waiting)
 		}
 		if got := f.next.started(); !equalTags(got, []uint32{1, 2, 3}) {
 			t.Errorf("started %v", got)
+		}
+		if c := f.next.call(3); c == nil || f.next.workerOf(c) != 1 {
+			t.Errorf("request 3 went to worker %d, want 1, which the migration freed", c.worker)
 		}
 		f.finish()
 	})
@@ -408,7 +524,7 @@ func TestMigrationMovesTheCount(t *testing.T) {
 
 func TestPinnedRequestsAreNotQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, workers{1}, Config{QueueMax: 4, Capacity: 1})
+		f := newFixture(t, []uint64{1}, Config{QueueMax: 4, Capacity: 1})
 		f.send(1, 0, false)
 		synctest.Wait()
 		f.send(2, 0, true)
@@ -420,31 +536,27 @@ func TestPinnedRequestsAreNotQueued(t *testing.T) {
 	})
 }
 
+// noWorkers is a model without available workers.
+type noWorkers struct{}
+
+func (noWorkers) Loads() ([]WorkerLoad, int) { return nil, 0 }
+
 func TestNoWorkersIsNotOverload(t *testing.T) {
 	noInstances := errors.New("router: no instances")
 	next := backend.GeneratorFunc(func(context.Context, *backend.Request, func(*backend.Output) error) error { return noInstances })
-	s := New(next, workers{}, Config{Model: "m", QueueMax: 0, Capacity: 1})
+	s := New(next, noWorkers{}, Config{Model: "m", QueueMax: 0, Capacity: 1})
 	if err := s.Generate(context.Background(), &backend.Request{}, nil); !errors.Is(err, noInstances) {
 		t.Fatalf("got %v, want the router's error", err)
 	}
-	if in, unplaced, waiting := s.Load(); len(in) != 0 || unplaced != 0 || waiting != 0 {
-		t.Errorf("left over: %v %d %d", in, unplaced, waiting)
+	if admitted, waiting := s.Load(); admitted != 0 || waiting != 0 {
+		t.Errorf("left over: %d admitted, %d waiting", admitted, waiting)
 	}
 }
 
-// busy is a BusyChecker the test flips.
-type busy struct {
-	mu sync.Mutex
-	on bool
-}
-
-func (b *busy) Busy(uint64) bool { b.mu.Lock(); defer b.mu.Unlock(); return b.on }
-func (b *busy) set(on bool)      { b.mu.Lock(); b.on = on; b.mu.Unlock() }
-
 func TestBusyWorkersQueueUntilTheyRecover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &busy{on: true}
-		f := newFixture(t, workers{1, 2}, Config{QueueMax: 4, Busy: b})
+		f := newFixture(t, []uint64{1, 2}, Config{QueueMax: 4})
+		f.next.setBusy(true)
 		f.send(1, 0, false)
 		synctest.Wait()
 		if got := f.next.started(); len(got) != 0 {
@@ -453,7 +565,7 @@ func TestBusyWorkersQueueUntilTheyRecover(t *testing.T) {
 		if v := testutil.ToFloat64(f.stage.cfg.Metrics.saturated); v != 2 {
 			t.Errorf("saturated workers gauge %v, want 2", v)
 		}
-		b.set(false)
+		f.next.setBusy(false)
 		time.Sleep(DefaultRecheck)
 		synctest.Wait()
 		if got := f.next.started(); !equalTags(got, []uint32{1}) {
@@ -465,7 +577,7 @@ func TestBusyWorkersQueueUntilTheyRecover(t *testing.T) {
 
 func TestUnsaturated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, workers{1, 2}, Config{QueueMax: 4, Capacity: 1})
+		f := newFixture(t, []uint64{1, 2}, Config{QueueMax: 4, Capacity: 1})
 		f.send(1, 0, false) // on worker 1
 		synctest.Wait()
 		if got := f.stage.Unsaturated([]uint64{1, 2}); !equalIDs(got, []uint64{2}) {
@@ -493,24 +605,7 @@ func equalIDs(a, b []uint64) bool {
 }
 
 func TestManyConcurrentRequestsLeaveNoCount(t *testing.T) {
-	ws := workers{1, 2, 3}
-	next := backend.GeneratorFunc(func(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
-		id := ws[int(req.TokenIDs[0])%len(ws)]
-		for i := range 3 {
-			if i == 2 && req.TokenIDs[0]%5 == 0 {
-				id = ws[(int(req.TokenIDs[0])+1)%len(ws)] // migrated
-			}
-			if err := emit(&backend.Output{Placement: &backend.Placement{WorkerID: id}}); err != nil {
-				return err
-			}
-			time.Sleep(time.Duration(req.TokenIDs[0]%3) * time.Millisecond)
-		}
-		if req.TokenIDs[0]%7 == 0 {
-			return errors.New("failed")
-		}
-		return nil
-	})
-	s := New(next, ws, Config{Model: "m", QueueMax: 1000, Capacity: 2, QueueTimeout: 10 * time.Second})
+	f := newFixture(t, []uint64{1, 2, 3}, Config{QueueMax: 1000, Capacity: 2, QueueTimeout: 10 * time.Second})
 	var wg sync.WaitGroup
 	for i := range 200 {
 		wg.Go(func() {
@@ -519,11 +614,37 @@ func TestManyConcurrentRequestsLeaveNoCount(t *testing.T) {
 				ctx, cancel = context.WithCancel(context.Background())
 			}
 			defer cancel()
-			_ = s.Generate(ctx, &backend.Request{TokenIDs: []uint32{uint32(i)}}, func(*backend.Output) error { return nil })
+			done := make(chan struct{})
+			go func() { // the stream's end, once it started
+				for {
+					select {
+					case <-done:
+						return
+					case <-time.After(time.Millisecond):
+					}
+					if c := f.next.call(uint32(i)); c != nil {
+						time.Sleep(time.Duration(i%3) * time.Millisecond)
+						if i%5 == 0 {
+							f.next.moveTo(uint32(i), uint64(i%3+1)) // migrated
+						}
+						var err error
+						if i%7 == 0 {
+							err = errors.New("failed")
+						}
+						c.end <- err
+						return
+					}
+				}
+			}()
+			_ = f.stage.Generate(ctx, &backend.Request{TokenIDs: []uint32{uint32(i)}}, func(*backend.Output) error { return nil })
+			close(done)
 		})
 	}
 	wg.Wait()
-	if in, unplaced, waiting := s.Load(); len(in) != 0 || unplaced != 0 || waiting != 0 {
-		t.Errorf("left over: in flight %v, unplaced %d, waiting %d", in, unplaced, waiting)
+	if admitted, waiting := f.stage.Load(); admitted != 0 || waiting != 0 {
+		t.Errorf("left over: %d admitted, %d waiting", admitted, waiting)
+	}
+	if _, routed := f.next.Loads(); routed != 0 {
+		t.Errorf("left over: %d routed", routed)
 	}
 }

@@ -48,17 +48,22 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 		return nil, fmt.Errorf("client for %s: %w", ep.Path(), err)
 	}
 	workers.Client = client
-	m := &Model{name: card.DisplayName, card: card, pre: pre, workers: workers, keys: map[string]bool{}}
+	m := &Model{name: card.DisplayName, card: card, pre: pre, workers: workers, ep: ep, keys: map[string]bool{}}
 	push := router.New(m.workers, spread(r.policy(), m), r.log, r.tp)
+	m.push = push
 	var next backend.Generator = push
 	var decode interface {
 		Decide(*backend.Request) (*backend.Placement, error)
 	}
 	if r.cfg.RouterMode == RouterKV {
-		if m.kv, err = r.newKV(card, ep, push); err != nil {
+		if m.kv, err = r.newKV(card, ep, kvCandidates{push, m}); err != nil {
 			return nil, fmt.Errorf("kv router: %w", err)
 		}
 		next, decode = m.kv, m.kv
+	} else if r.cfg.Queue != nil && r.rt.HasEventPlane() {
+		if m.load, err = kv.NewLoadMonitor(kv.BusyThresholds{}); err != nil {
+			return nil, err
+		}
 	}
 	bs := int(card.KVCacheBlockSize)
 	if bs <= 0 {
@@ -86,15 +91,23 @@ func (r *Registry) policy() router.Policy {
 	return &router.RoundRobin{}
 }
 
+// pusher is what a KV router sends its choices through: the push router
+// (*router.PushRouter), or a view of it (kvCandidates).
+type pusher interface {
+	backend.Generator
+	GenerateOn(ctx context.Context, id uint64, req *backend.Request, emit func(*backend.Output) error) error
+	Available() []uint64
+}
+
 // newKV builds the model's KV routing in front of push.
-func (r *Registry) newKV(card *modelcard.Card, ep runtime.EndpointID, push *router.PushRouter) (*kv.Model, error) {
+func (r *Registry) newKV(card *modelcard.Card, ep runtime.EndpointID, push pusher) (*kv.Model, error) {
 	return r.newKVWith(r.cfg.KV, card, ep, push, r.kvMet)
 }
 
 // newKVWith builds KV routing with cfg over the workers of ep in front of
 // push, recording on met (nil: nothing; the prefill pools' routers do not
 // share the decode routers' metrics, whose series have no role).
-func (r *Registry) newKVWith(cfg kv.Config, card *modelcard.Card, ep runtime.EndpointID, push *router.PushRouter, met *kv.Metrics) (*kv.Model, error) {
+func (r *Registry) newKVWith(cfg kv.Config, card *modelcard.Card, ep runtime.EndpointID, push pusher, met *kv.Metrics) (*kv.Model, error) {
 	bs := int(card.KVCacheBlockSize)
 	if bs <= 0 {
 		bs = modelcard.DefaultBlockSize
@@ -117,14 +130,24 @@ func (r *Registry) newKVWith(cfg kv.Config, card *modelcard.Card, ep runtime.End
 func (r *Registry) start(ctx context.Context, m *Model) {
 	mctx, stop := context.WithCancel(ctx)
 	m.stop, m.done = stop, make(chan struct{})
-	if m.kv == nil {
+	switch {
+	case m.kv != nil:
+		go func() {
+			defer close(m.done)
+			if err := m.kv.Run(mctx); err != nil {
+				r.log.Error("pipeline: KV routing stopped; requests are routed without fresh KV events or load", "model", m.name, "err", err)
+			}
+		}()
+	case m.load != nil:
+		go func() {
+			defer close(m.done)
+			if err := r.followLoad(mctx, m); err != nil {
+				r.log.Error("pipeline: the workers' published load is not followed; admission counts this frontend's requests only", "model", m.name, "err", err)
+				return
+			}
+			<-mctx.Done()
+		}()
+	default:
 		close(m.done)
-		return
 	}
-	go func() {
-		defer close(m.done)
-		if err := m.kv.Run(mctx); err != nil {
-			r.log.Error("pipeline: KV routing stopped; requests are routed without fresh KV events or load", "model", m.name, "err", err)
-		}
-	}()
 }

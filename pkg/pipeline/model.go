@@ -9,6 +9,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/prefill"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor"
+	"github.com/dynamo-go/dynamo/pkg/router"
 	"github.com/dynamo-go/dynamo/pkg/router/kv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
@@ -39,6 +40,13 @@ type Model struct {
 	kv      *kv.Model        // nil unless RouterKV
 	prefill *prefill.Stage   // active while the model has prefill workers
 	admit   *admission.Stage // nil without Config.Queue
+	push    *router.PushRouter
+	ep      runtime.EndpointID
+	// load keeps the workers' published load in router modes other than
+	// kv (whose router keeps it), when there is an event plane; nil
+	// otherwise.
+	load        *kv.LoadMonitor
+	seqsPerRank uint64 // the card's max_num_seqs: a rank holding as many requests is full
 
 	keys  map[string]bool // the card keys that keep it alive; guarded by Registry.mu
 	files []string        // checksums of the card's files, held in the cache
@@ -140,6 +148,10 @@ func (m *Model) addWorker(ctx context.Context, id uint64) {
 	if m.kv != nil {
 		m.kv.AddWorker(ctx, id)
 	}
+	if m.load != nil {
+		rc := m.card.RuntimeConfig
+		m.load.SetCapacity(id, kv.WorkerCapacity{DataParallelSize: uint32(max(1, rc.DataParallelSize))})
+	}
 	m.workers.add(id)
 }
 
@@ -147,6 +159,9 @@ func (m *Model) removeWorker(id uint64) {
 	m.workers.remove(id)
 	if m.kv != nil {
 		m.kv.RemoveWorker(id)
+	}
+	if m.load != nil && !m.workers.serves(id) {
+		m.load.RemoveWorker(id)
 	}
 }
 
