@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/dynamo-go/dynamo/pkg/admission"
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/openai"
@@ -178,12 +179,6 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 	defer endServerSpan(span, sw)
 	w, r = sw, r.WithContext(ctx)
 
-	release, err := s.tenants.acquire(s.tenants.tenantOf(r, len(s.cfg.APIKeys) > 0))
-	if err != nil {
-		s.refuse(w, r, id, UnknownModel, endpoint, false, err)
-		return
-	}
-	defer release()
 	body, err := s.readBody(w, r)
 	var c *call
 	if err == nil {
@@ -198,13 +193,19 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 		s.refuse(w, r, id, UnknownModel, endpoint, c.stream, fmt.Errorf("%w: %s", ErrModelNotFound, c.model))
 		return
 	}
+	release, err := s.tenants.acquire(s.tenants.tenantOf(r, len(s.cfg.APIKeys) > 0))
+	if err != nil {
+		s.refuseTenant(w, r, id, m, endpoint, c.stream, err)
+		return
+	}
+	defer release()
 	span.SetAttributes(attribute.String("model", m.Name()), attribute.Bool("stream", c.stream))
 	g := s.metrics.Start(m.Name(), endpoint, c.stream)
 	defer g.Finish()
 
 	rc := runtime.NewContext(r.Context(), id)
 	defer rc.Release()
-	x := &exchange{s: s, w: w, r: r, rc: rc, g: g, id: id, model: m.Name(), format: c.format}
+	x := &exchange{s: s, w: w, r: r, rc: rc, g: g, id: id, model: m.Name(), endpoint: endpoint, format: c.format}
 	x.startTimer()
 	defer x.stopTimer()
 	x.wantWorker = c.wantWorker
@@ -225,7 +226,24 @@ func (s *Service) refuse(w http.ResponseWriter, r *http.Request, id, model, endp
 	defer g.Finish()
 	e := s.classify(err)
 	g.Fail(e.kind)
+	if e.kind == ErrOverload {
+		s.metrics.Rejected(model, endpoint)
+	}
 	s.reject(w, r, id, e)
+}
+
+// refuseTenant answers a request of model m refused by its tenant's
+// limit, counted with the model's queue refusals (reason tenant_limit).
+// Its Retry-After is when the tenant's oldest request is expected to
+// end, or the queue's wait estimate when the tenant's requests have no
+// duration to go by yet.
+func (s *Service) refuseTenant(w http.ResponseWriter, r *http.Request, id string, m *pipeline.Model, endpoint string, stream bool, err error) {
+	queueEstimate := m.CountRefusal(admission.ReasonTenantLimit)
+	var tl *tenantLimitError
+	if errors.As(err, &tl) && tl.retryAfter == 0 {
+		tl.retryAfter = queueEstimate
+	}
+	s.refuse(w, r, id, m.Name(), endpoint, stream, err)
 }
 
 // reject logs a refused request once and writes its error body.
@@ -253,13 +271,14 @@ func (s *Service) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 
 // exchange is one request being answered.
 type exchange struct {
-	s     *Service
-	w     http.ResponseWriter
-	r     *http.Request
-	rc    *runtime.Context
-	g     *Guard
-	id    string
-	model string
+	s        *Service
+	w        http.ResponseWriter
+	r        *http.Request
+	rc       *runtime.Context
+	g        *Guard
+	id       string
+	model    string
+	endpoint string
 
 	timer      *time.Timer
 	timedOut   atomic.Bool
@@ -354,6 +373,9 @@ func (x *exchange) fail(e apiError, committed bool) {
 		return
 	}
 	x.g.Fail(e.kind)
+	if e.kind == ErrOverload {
+		x.s.metrics.Rejected(x.model, x.endpoint)
+	}
 	if committed || e.status >= 500 {
 		trace.SpanFromContext(x.rc).SetStatus(codes.Error, e.message)
 	}

@@ -32,7 +32,8 @@ type apiError struct {
 	kind    string // metrics error_type
 	message string
 	param   string // the request field at fault, or ""
-	// retryAfter is the Retry-After of a 503 or 429 (0: one second).
+	// retryAfter is the Retry-After of an overload refusal, a 503 or a
+	// 429 (0: one second).
 	retryAfter time.Duration
 }
 
@@ -59,7 +60,11 @@ func (s *Service) classify(err error) apiError {
 	case errors.Is(err, router.ErrNoInstances), errors.Is(err, router.ErrTargetUnavailable):
 		return apiError{status: http.StatusServiceUnavailable, kind: ErrUnavailable, message: "No worker is available for this model: " + err.Error(), param: ""}
 	case errors.Is(err, errTenantLimit):
-		return apiError{status: http.StatusTooManyRequests, kind: ErrOverload, message: capitalize(err.Error())}
+		e := apiError{status: http.StatusTooManyRequests, kind: ErrOverload, message: capitalize(err.Error())}
+		if tl := (*tenantLimitError)(nil); errors.As(err, &tl) {
+			e.retryAfter = tl.retryAfter
+		}
+		return e
 	case errors.As(err, &refused):
 		// Overload, not a fault: the queue in front of the model's
 		// workers was full, or the request waited it out.
@@ -92,9 +97,10 @@ func (e apiError) body() openai.ErrorBody {
 
 // writeError writes e as a JSON error response.
 func writeError(w http.ResponseWriter, e apiError) {
-	if e.status == http.StatusServiceUnavailable || e.status == http.StatusTooManyRequests {
-		// A refusal the client may retry: say when, in whole seconds,
-		// at least one.
+	if e.status == http.StatusServiceUnavailable || e.status == http.StatusTooManyRequests || e.kind == ErrOverload {
+		// A refusal the client may retry (whatever the overload status,
+		// DYN_HTTP_OVERLOAD_STATUS_CODE, is): say when, in whole
+		// seconds, at least one.
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((e.retryAfter+time.Second-1)/time.Second))))
 	}
 	writeJSON(w, e.status, e.body())

@@ -61,7 +61,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	cfg = cfg.withDefaults()
 	s := &Service{cfg: cfg, models: deps.Models, log: deps.Logger, registry: deps.Registry, metrics: deps.Metrics, clock: deps.Clock,
 		tracer:  telemetry.Tracer(deps.TracerProvider, "github.com/dynamo-go/dynamo/pkg/frontend"),
-		tenants: &tenants{max: cfg.TenantMaxInflight, header: cfg.TenantHeader, inflight: map[string]int{}}}
+		tenants: newTenants(cfg.TenantMaxInflight, cfg.TenantHeader)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -2,9 +2,11 @@ package frontend
 
 import (
 	"bufio"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
@@ -81,7 +83,7 @@ func readAll(t *testing.T, resp *http.Response) []byte {
 // With API keys the tenant is the key (by digest, never the key itself),
 // whatever the tenant header says; without keys it is the header.
 func TestTenantOf(t *testing.T) {
-	tn := &tenants{max: 1, header: "x-dynamo-tenant", inflight: map[string]int{}}
+	tn := newTenants(1, "x-dynamo-tenant")
 	req := func(key, header string) *http.Request {
 		r, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
 		if key != "" {
@@ -112,7 +114,42 @@ func TestTenantOf(t *testing.T) {
 		r2()
 	}
 	release()
-	if len(tn.inflight) != 0 {
-		t.Errorf("counts left after release: %v", tn.inflight)
+	if len(tn.byName) != 0 {
+		t.Errorf("counts left after release: %v", tn.byName)
 	}
+}
+
+// A tenant's refusal says to retry when its oldest request in flight is
+// expected to end, by the mean duration of its requests; at least a
+// second; unknown (0) before any of its requests ended.
+func TestTenantRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tn := newTenants(2, "x-dynamo-tenant")
+		r1, _ := tn.acquire("a")
+		r2, _ := tn.acquire("a")
+		_, err := tn.acquire("a")
+		var tl *tenantLimitError
+		if !errors.As(err, &tl) || tl.retryAfter != 0 {
+			t.Fatalf("refusal before any request ended: %v, want no estimate", err)
+		}
+		time.Sleep(10 * time.Second)
+		r1() // took 10 s
+		r3, _ := tn.acquire("a")
+		time.Sleep(4 * time.Second)
+		// In flight: r2 (14 s old), r3 (4 s old); requests take 10 s.
+		if _, err := tn.acquire("a"); !errors.As(err, &tl) || tl.retryAfter != time.Second {
+			t.Errorf("refusal with a request overdue: %v (%v), want 1 s", err, tl.retryAfter)
+		}
+		r2()
+		// In flight: r3 (4 s old); mean 10 s + (14-10)/8 = 10.5 s.
+		r4, _ := tn.acquire("a")
+		if _, err := tn.acquire("a"); !errors.As(err, &tl) || tl.retryAfter != 6500*time.Millisecond {
+			t.Errorf("refusal: %v (%v), want 6.5 s, when r3 is expected to end", err, tl.retryAfter)
+		}
+		r3()
+		r4()
+		if len(tn.byName) != 0 {
+			t.Errorf("left over: %v", tn.byName)
+		}
+	})
 }
