@@ -28,35 +28,37 @@ type runFlags struct {
 	jsonPath, label              *string
 	progress                     *time.Duration
 	watch                        *string
+	ignoreRetryAfter             *bool
 }
 
 func newRunFlags(stderr io.Writer) *runFlags {
 	d := loadgen.DefaultConfig()
 	fs := newFlagSet("run", "[flags]", stderr)
 	return &runFlags{
-		fs:          fs,
-		url:         fs.String("url", d.URL, "base URL of the OpenAI-compatible server"),
-		model:       fs.String("model", "", "model name to send (required)"),
-		api:         fs.String("api", string(d.API), "endpoint: chat (/v1/chat/completions) or completions (/v1/completions)"),
-		workload:    fs.String("workload", string(d.Workload), "prompts: synthetic (unique, --isl words) or shared-prefix (--groups prefixes of --prefix-len words + unique --suffix-len words)"),
-		isl:         fs.Int("isl", d.ISL, "synthetic prompt length in words (≈ tokens: one short common word each)"),
-		osl:         fs.Int("osl", d.OSL, "output tokens per request (max_tokens, with ignore_eos)"),
-		groups:      fs.Int("groups", d.Groups, "shared-prefix: number of prefix groups"),
-		prefixLen:   fs.Int("prefix-len", d.PrefixLen, "shared-prefix: prefix length in words"),
-		suffixLen:   fs.Int("suffix-len", d.SuffixLen, "shared-prefix: unique suffix length in words"),
-		concurrency: fs.Int("concurrency", d.Concurrency, "closed loop: this many workers, each sending its next request when the last ends (not with --rate)"),
-		rate:        fs.Float64("rate", 0, "open loop: Poisson arrivals at this many requests/s (0 = use --concurrency)"),
-		maxInflight: fs.Int("max-inflight", d.MaxInflight, "open loop: cap on outstanding requests; later arrivals wait"),
-		requests:    fs.Int("requests", d.Requests, "measured requests, after the warmup (0 = until --duration)"),
-		duration:    fs.Duration("duration", 0, "stop sending after this long, e.g. 60s (0 = until --requests)"),
-		warmup:      fs.Int("warmup", d.Warmup, "requests sent first and left out of the statistics"),
-		timeout:     fs.Duration("timeout", d.Timeout, "per-request limit from send to the end of the stream"),
-		connect:     fs.Duration("connect-timeout", d.ConnectTimeout, "TCP connect limit"),
-		seed:        fs.Uint64("seed", d.Seed, "seed of prompts, group choice and arrival times"),
-		jsonPath:    fs.String("json", "", "also write the report as JSON to this file (- = stdout, the table then goes to stderr)"),
-		label:       fs.String("label", "", "name of this run in the report"),
-		progress:    fs.Duration("progress", 5*time.Second, "log progress to stderr this often (0 = never)"),
-		watch:       fs.String("watch-pid", "", "comma-separated pids (the server under test) whose peak RSS, peak open files and CPU per request to report (Linux)"),
+		fs:               fs,
+		url:              fs.String("url", d.URL, "base URL of the OpenAI-compatible server"),
+		model:            fs.String("model", "", "model name to send (required)"),
+		api:              fs.String("api", string(d.API), "endpoint: chat (/v1/chat/completions) or completions (/v1/completions)"),
+		workload:         fs.String("workload", string(d.Workload), "prompts: synthetic (unique, --isl words) or shared-prefix (--groups prefixes of --prefix-len words + unique --suffix-len words)"),
+		isl:              fs.Int("isl", d.ISL, "synthetic prompt length in words (≈ tokens: one short common word each)"),
+		osl:              fs.Int("osl", d.OSL, "output tokens per request (max_tokens, with ignore_eos)"),
+		groups:           fs.Int("groups", d.Groups, "shared-prefix: number of prefix groups"),
+		prefixLen:        fs.Int("prefix-len", d.PrefixLen, "shared-prefix: prefix length in words"),
+		suffixLen:        fs.Int("suffix-len", d.SuffixLen, "shared-prefix: unique suffix length in words"),
+		concurrency:      fs.Int("concurrency", d.Concurrency, "closed loop: this many workers, each sending its next request when the last ends (not with --rate)"),
+		rate:             fs.Float64("rate", 0, "open loop: Poisson arrivals at this many requests/s (0 = use --concurrency)"),
+		maxInflight:      fs.Int("max-inflight", d.MaxInflight, "open loop: cap on outstanding requests; later arrivals wait"),
+		requests:         fs.Int("requests", d.Requests, "measured requests, after the warmup (0 = until --duration)"),
+		duration:         fs.Duration("duration", 0, "stop sending after this long, e.g. 60s (0 = until --requests)"),
+		warmup:           fs.Int("warmup", d.Warmup, "requests sent first and left out of the statistics"),
+		timeout:          fs.Duration("timeout", d.Timeout, "per-request limit from send to the end of the stream"),
+		connect:          fs.Duration("connect-timeout", d.ConnectTimeout, "TCP connect limit"),
+		seed:             fs.Uint64("seed", d.Seed, "seed of prompts, group choice and arrival times"),
+		jsonPath:         fs.String("json", "", "also write the report as JSON to this file (- = stdout, the table then goes to stderr)"),
+		label:            fs.String("label", "", "name of this run in the report"),
+		progress:         fs.Duration("progress", 5*time.Second, "log progress to stderr this often (0 = never)"),
+		watch:            fs.String("watch-pid", "", "comma-separated pids (the server under test) whose peak RSS, peak open files and CPU per request to report (Linux)"),
+		ignoreRetryAfter: fs.Bool("ignore-retry-after", false, "closed loop: send the next request at once after a refusal (429/503/529) instead of waiting its Retry-After"),
 	}
 }
 
@@ -74,6 +76,7 @@ func (f *runFlags) config(log *slog.Logger) (loadgen.Config, error) {
 	c.Requests, c.Duration, c.Warmup = *f.requests, *f.duration, *f.warmup
 	c.Timeout, c.ConnectTimeout = *f.timeout, *f.connect
 	c.Seed, c.Label = *f.seed, *f.label
+	c.IgnoreRetryAfter = *f.ignoreRetryAfter
 	for _, p := range strings.Split(*f.watch, ",") {
 		if p = strings.TrimSpace(p); p == "" {
 			continue

@@ -14,18 +14,18 @@ const maxErrorSamples = 10
 type collector struct {
 	mu sync.Mutex
 
-	ttft, itl, tpot, e2e []time.Duration
+	ttft, itl, tpot, e2e, refusal []time.Duration
 
-	launched, completed, failed, cancelled, usageMissing int
-	inTokens, outTokens                                  int64
-	errors                                               map[ErrorKind]int
-	status                                               map[int]int
-	samples                                              []string
-	firstLaunch, lastLaunch, lastEnd                     time.Time
+	launched, completed, failed, refused, cancelled, usageMissing int
+	inTokens, outTokens                                           int64
+	errors                                                        map[ErrorKind]int
+	status, refusedStatus                                         map[int]int
+	samples                                                       []string
+	firstLaunch, lastLaunch, lastEnd                              time.Time
 }
 
 func newCollector() *collector {
-	return &collector{errors: map[ErrorKind]int{}, status: map[int]int{}}
+	return &collector{errors: map[ErrorKind]int{}, status: map[int]int{}, refusedStatus: map[int]int{}}
 }
 
 // launch notes that a measured request was sent at t.
@@ -51,6 +51,11 @@ func (c *collector) record(o outcome, promptWords int) {
 	switch {
 	case o.cancelled:
 		c.cancelled++
+		return
+	case o.refused:
+		c.refused++
+		c.refusedStatus[o.err.Status]++
+		c.refusal = append(c.refusal, o.end.Sub(o.start))
 		return
 	case o.err != nil:
 		c.failed++
@@ -108,6 +113,7 @@ func (c *collector) report() *Report {
 		Launched:     c.launched,
 		Completed:    c.completed,
 		Failed:       c.failed,
+		Refused:      c.refused,
 		Cancelled:    c.cancelled,
 		Errors:       map[ErrorKind]int{},
 		UsageMissing: c.usageMissing,
@@ -118,16 +124,12 @@ func (c *collector) report() *Report {
 		ITL:          summarize(c.itl),
 		TPOT:         summarize(c.tpot),
 		E2E:          summarize(c.e2e),
+		Refusal:      summarize(c.refusal),
 	}
 	for k, n := range c.errors {
 		r.Errors[k] = n
 	}
-	if len(c.status) > 0 {
-		r.HTTPStatus = map[string]int{}
-		for s, n := range c.status {
-			r.HTTPStatus[strconv.Itoa(s)] = n
-		}
-	}
+	r.HTTPStatus, r.RefusedStatus = byStatus(c.status), byStatus(c.refusedStatus)
 	if c.launched > 0 {
 		r.StartedAt = c.firstLaunch
 		window := c.lastEnd.Sub(c.firstLaunch).Seconds()
@@ -145,3 +147,15 @@ func (c *collector) report() *Report {
 }
 
 func round3(x float64) float64 { return roundMicro(x) }
+
+// byStatus keys counts by status code as text; nil when empty.
+func byStatus(counts map[int]int) map[string]int {
+	if len(counts) == 0 {
+		return nil
+	}
+	out := make(map[string]int, len(counts))
+	for s, n := range counts {
+		out[strconv.Itoa(s)] = n
+	}
+	return out
+}

@@ -23,6 +23,7 @@ func WriteCompare(w io.Writer, a, b *Report, nameA, nameB string) error {
 		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%+.3f\t%s\t\n", name, x, y, y-x, ratio)
 	}
 	row("completed", float64(a.Completed), float64(b.Completed))
+	row("refused", float64(a.Refused), float64(b.Refused))
 	row("failed", float64(a.Failed), float64(b.Failed))
 	row("duration s", a.DurationS, b.DurationS)
 	row("request tput req/s", a.RequestThroughput, b.RequestThroughput)

@@ -64,6 +64,11 @@ type Config struct {
 	// that finds the cap reached waits for a slot (and is counted in
 	// Report.Throttled).
 	MaxInflight int
+	// IgnoreRetryAfter makes closed-loop workers send their next request
+	// at once after a refusal; by default a worker refused with
+	// Retry-After waits that long first. (Open-loop arrivals keep their
+	// schedule either way.)
+	IgnoreRetryAfter bool
 
 	// Requests is the number of measured requests; 0 means no limit
 	// (Duration must then be set). Warmup requests come on top.

@@ -29,17 +29,23 @@ type Report struct {
 	// Interrupted is set when the run's context ended early.
 	Interrupted bool `json:"interrupted"`
 
-	// Launched measured requests ended as Completed, Failed or Cancelled
-	// (cut short by an interrupted run; not an error).
+	// Launched measured requests ended as Completed, Refused, Failed or
+	// Cancelled (cut short by an interrupted run; not an error). Refused
+	// are the server's refusals for want of room: 429, 503 or 529, or
+	// another error status with Retry-After; Failed are the other
+	// failures.
 	Launched  int `json:"launched"`
 	Completed int `json:"completed"`
+	Refused   int `json:"refused"`
 	Failed    int `json:"failed"`
 	Cancelled int `json:"cancelled"`
-	// Errors counts failures by kind; HTTPStatus breaks KindHTTP down by
-	// status code; ErrorSamples holds up to ten distinct messages.
-	Errors       map[ErrorKind]int `json:"errors"`
-	HTTPStatus   map[string]int    `json:"http_status,omitempty"`
-	ErrorSamples []string          `json:"error_samples,omitempty"`
+	// Errors counts failures by kind; HTTPStatus breaks KindHTTP failures
+	// down by status code, RefusedStatus the refusals; ErrorSamples holds
+	// up to ten distinct failure messages.
+	Errors        map[ErrorKind]int `json:"errors"`
+	HTTPStatus    map[string]int    `json:"http_status,omitempty"`
+	RefusedStatus map[string]int    `json:"refused_status,omitempty"`
+	ErrorSamples  []string          `json:"error_samples,omitempty"`
 	// Throttled counts open-loop arrivals that waited for MaxInflight.
 	Throttled int `json:"throttled"`
 	// UsageMissing counts completed requests without a usage chunk; their
@@ -67,6 +73,8 @@ type Report struct {
 	ITL  Summary `json:"itl_ms"`
 	TPOT Summary `json:"tpot_ms"`
 	E2E  Summary `json:"e2e_ms"`
+	// Refusal is send to the refusal's answer, of refused requests.
+	Refusal Summary `json:"refusal_ms"`
 }
 
 // RunConfig is the configuration recorded in a report; the fields mirror
@@ -84,13 +92,16 @@ type RunConfig struct {
 	SuffixLen   int      `json:"suffix_len,omitempty"`
 	Arrival     string   `json:"arrival"`
 	Concurrency int      `json:"concurrency,omitempty"`
-	Rate        float64  `json:"rate,omitempty"`
-	MaxInflight int      `json:"max_inflight,omitempty"`
-	Requests    int      `json:"requests"`
-	Duration    string   `json:"duration"`
-	Warmup      int      `json:"warmup"`
-	Timeout     string   `json:"timeout"`
-	Seed        uint64   `json:"seed"`
+	// IgnoreRetryAfter: closed-loop workers retried at once after a
+	// refusal.
+	IgnoreRetryAfter bool    `json:"ignore_retry_after,omitempty"`
+	Rate             float64 `json:"rate,omitempty"`
+	MaxInflight      int     `json:"max_inflight,omitempty"`
+	Requests         int     `json:"requests"`
+	Duration         string  `json:"duration"`
+	Warmup           int     `json:"warmup"`
+	Timeout          string  `json:"timeout"`
+	Seed             uint64  `json:"seed"`
 }
 
 func (c *Config) record() RunConfig {
@@ -107,7 +118,7 @@ func (c *Config) record() RunConfig {
 	if c.Rate > 0 {
 		rc.Arrival, rc.Rate, rc.MaxInflight = "poisson", c.Rate, c.MaxInflight
 	} else {
-		rc.Arrival, rc.Concurrency = "concurrency", c.Concurrency
+		rc.Arrival, rc.Concurrency, rc.IgnoreRetryAfter = "concurrency", c.Concurrency, c.IgnoreRetryAfter
 	}
 	return rc
 }
@@ -147,10 +158,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Interrupted {
 		b.WriteString("INTERRUPTED: partial results\n")
 	}
-	fmt.Fprintf(&b, "requests:   %d completed, %d failed, %d cancelled of %d launched in %.3f s (throttled %d, usage missing %d)\n",
-		r.Completed, r.Failed, r.Cancelled, r.Launched, r.DurationS, r.Throttled, r.UsageMissing)
+	fmt.Fprintf(&b, "requests:   %d completed, %d refused, %d failed, %d cancelled of %d launched in %.3f s (throttled %d, usage missing %d)\n",
+		r.Completed, r.Refused, r.Failed, r.Cancelled, r.Launched, r.DurationS, r.Throttled, r.UsageMissing)
 	fmt.Fprintf(&b, "throughput: %.2f req/s, %.1f output tok/s, %.1f input tok/s; achieved arrival rate %.2f req/s\n",
 		r.RequestThroughput, r.OutputTokenThroughput, r.InputTokenThroughput, r.ArrivalRate)
+	if r.Refused > 0 {
+		fmt.Fprintf(&b, "refused:    %s; answered in %.3f ms (p50), %.3f ms (p99), %.3f ms (max)\n",
+			r.statusLine(), r.Refusal.P50, r.Refusal.P99, r.Refusal.Max)
+	}
 	if r.Failed > 0 {
 		fmt.Fprintf(&b, "errors:     %s\n", r.errorLine())
 		for _, s := range r.ErrorSamples {
@@ -192,6 +207,16 @@ func (c RunConfig) shape() string {
 		return fmt.Sprintf("groups=%d prefix=%d suffix=%d", c.Groups, c.PrefixLen, c.SuffixLen)
 	}
 	return fmt.Sprintf("isl=%d", c.ISL)
+}
+
+// statusLine lists the refusals by status code, sorted.
+func (r *Report) statusLine() string {
+	var codes []string
+	for s, m := range r.RefusedStatus {
+		codes = append(codes, fmt.Sprintf("%s×%d", s, m))
+	}
+	slices.Sort(codes)
+	return strings.Join(codes, " ")
 }
 
 // errorLine lists the error counts by kind, sorted, with status codes.

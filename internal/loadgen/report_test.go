@@ -14,11 +14,13 @@ func sampleReport(label string, ttftP50 float64) *Report {
 	c.Rate = 500
 	return &Report{
 		Label: label, Config: c.record(), DurationS: 10,
-		Launched: 100, Completed: 97, Failed: 3,
-		Errors:       map[ErrorKind]int{KindHTTP: 2, KindTimeout: 1},
-		HTTPStatus:   map[string]int{"429": 2},
-		ErrorSamples: []string{"loadgen: http_status 429: busy"},
-		InputTokens:  12800, OutputTokens: 6400,
+		Launched: 105, Completed: 97, Refused: 5, Failed: 3,
+		Errors:        map[ErrorKind]int{KindHTTP: 2, KindTimeout: 1},
+		HTTPStatus:    map[string]int{"500": 2},
+		RefusedStatus: map[string]int{"429": 1, "503": 4},
+		ErrorSamples:  []string{"loadgen: http_status 500: engine died"},
+		Refusal:       Summary{Count: 5, Mean: 300, P50: 250, P90: 500, P99: 600, Max: 610},
+		InputTokens:   12800, OutputTokens: 6400,
 		RequestThroughput: 9.7, OutputTokenThroughput: 640, InputTokenThroughput: 1280, ArrivalRate: 10,
 		TTFT: Summary{Count: 97, Mean: 1.5, P50: ttftP50, P90: 2, P99: 3, Max: 4},
 	}
@@ -53,7 +55,8 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{`run "stack"`, "poisson rate=500/s", "97 completed, 3 failed", "http_status=2 (429×2), timeout=1", "TTFT", "1.250", "p99"} {
+	for _, want := range []string{`run "stack"`, "poisson rate=500/s", "97 completed, 5 refused, 3 failed", "http_status=2 (500×2), timeout=1",
+		"refused:    429×1 503×4; answered in 250.000 ms (p50), 600.000 ms (p99), 610.000 ms (max)", "TTFT", "1.250", "p99"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,11 @@ type outcome struct {
 	contentCount int
 	usage        *openai.Usage
 	err          *RequestError
+	// refused is set for a refusal: an answer of 429, 503 or 529, or any
+	// other error status with Retry-After (err is set too).
+	refused bool
+	// retryAfter is the refusal's Retry-After (0: none given).
+	retryAfter time.Duration
 	// cancelled is a request cut short because the run was interrupted.
 	cancelled bool
 }
@@ -84,6 +90,9 @@ func (q *requester) do(runCtx context.Context, body []byte) outcome {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		o.retryAfter, o.refused = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		o.refused = o.refused || refusalStatus(resp.StatusCode)
+		o.end = time.Now()
 		return q.fail(runCtx, o, &RequestError{Kind: KindHTTP, Status: resp.StatusCode, Err: errors.New(errorMessage(resp.Body))})
 	}
 	sr := newSSEReader(resp.Body)
@@ -184,4 +193,28 @@ func errorText(b []byte) string {
 		return e.Message
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// refusalStatus reports the statuses of a server that refuses work it has
+// no room for: 429 (too many requests), 503 (unavailable) and 529
+// (overloaded).
+func refusalStatus(code int) bool {
+	return code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable || code == 529
+}
+
+// retryAfter reads a Retry-After header: whole seconds or an HTTP date
+// (relative to now). ok is false when the header is absent or does not
+// parse.
+func retryAfter(h string, now time.Time) (d time.Duration, ok bool) {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0, false
+	}
+	if secs, err := strconv.Atoi(h); err == nil {
+		return time.Duration(max(0, secs)) * time.Second, true
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(0, t.Sub(now)), true
+	}
+	return 0, false
 }

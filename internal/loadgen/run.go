@@ -102,17 +102,35 @@ func (r *runner) run(ctx context.Context) *Report {
 }
 
 // closedLoop runs cfg.Concurrency workers, each sending its next request
-// as soon as the previous one ends.
+// as soon as the previous one ends, or, after a refusal with
+// Retry-After, once that time has passed (unless
+// cfg.IgnoreRetryAfter): a client that honours it, as a well-behaved one
+// does, rather than a storm of instant retries.
 func (r *runner) closedLoop(launchCtx, runCtx context.Context, total int, wg *sync.WaitGroup) {
 	var next atomic.Int64
 	for range r.cfg.Concurrency {
 		wg.Go(func() {
+			var wait *time.Timer
 			for launchCtx.Err() == nil {
 				n := int(next.Add(1) - 1)
 				if total >= 0 && n >= total {
 					return
 				}
-				r.one(runCtx, n)
+				o := r.one(runCtx, n)
+				if o.retryAfter <= 0 || r.cfg.IgnoreRetryAfter {
+					continue
+				}
+				if wait == nil {
+					wait = time.NewTimer(o.retryAfter)
+					defer wait.Stop()
+				} else {
+					wait.Reset(o.retryAfter)
+				}
+				select {
+				case <-wait.C:
+				case <-launchCtx.Done():
+					return
+				}
 			}
 		})
 	}
@@ -159,8 +177,9 @@ func (r *runner) openLoop(launchCtx, runCtx context.Context, total int, wg *sync
 	}
 }
 
-// one sends request n and records it unless it is a warmup request.
-func (r *runner) one(ctx context.Context, n int) {
+// one sends request n and records it unless it is a warmup request. It
+// returns the request's outcome.
+func (r *runner) one(ctx context.Context, n int) outcome {
 	p := r.prompts.Prompt(n)
 	body, err := r.req.body(p)
 	measured := n >= r.cfg.Warmup
@@ -177,6 +196,7 @@ func (r *runner) one(ctx context.Context, n int) {
 	if measured {
 		r.col.record(o, p.Words)
 	}
+	return o
 }
 
 // logProgress logs the counts every ProgressEvery until ctx ends.
