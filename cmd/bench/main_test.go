@@ -50,6 +50,28 @@ func TestRunWritesJSONReport(t *testing.T) {
 	}
 }
 
+// --header sends its headers with every request.
+func TestRunSendsHeaders(t *testing.T) {
+	baseline := loadgen.BaselineHandler(loadgen.BaselineOptions{})
+	seen := make(chan string, 8)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Get("X-Dynamo-Tenant") + "|" + r.Header.Get("X-Other")
+		baseline.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"run", "--url", srv.URL, "--model", "x", "--requests", "2", "--warmup", "0", "--osl", "2",
+		"--header", "x-dynamo-tenant: a", "--header", "X-Other:b c"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	for range 2 {
+		if got := <-seen; got != "a|b c" {
+			t.Errorf("headers seen %q, want a|b c", got)
+		}
+	}
+}
+
 func TestRunJSONToStdout(t *testing.T) {
 	srv := httptest.NewServer(loadgen.BaselineHandler(loadgen.BaselineOptions{}))
 	defer srv.Close()
@@ -93,6 +115,7 @@ func TestBadUsageExits2(t *testing.T) {
 		{[]string{"run", "--model", "x", "--api", "embeddings"}, `api "embeddings": want "chat" or "completions"`},
 		{[]string{"run", "--model", "x", "--concurrency", "4", "--rate", "10"}, "--concurrency and --rate exclude each other"},
 		{[]string{"run", "--model", "x", "--watch-pid", "12,frontend"}, "--watch-pid"},
+		{[]string{"run", "--model", "x", "--header", "x-dynamo-tenant"}, `want "Name: value"`},
 		{[]string{"run", "--api", "chat"}, "model is required"},
 		{[]string{"run", "--model", "x", "--requests", "0"}, "set requests or duration"},
 		{[]string{"run", "--model", "x", "extra"}, `unexpected arguments ["extra"]`},

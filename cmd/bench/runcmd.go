@@ -29,12 +29,30 @@ type runFlags struct {
 	progress                     *time.Duration
 	watch                        *string
 	ignoreRetryAfter             *bool
+	headers                      headerList
+}
+
+// headerList is the repeatable --header flag: "Name: value".
+type headerList map[string]string
+
+func (h headerList) String() string { return "" }
+
+func (h headerList) Set(v string) error {
+	name, value, ok := strings.Cut(v, ":")
+	if name = strings.TrimSpace(name); !ok || name == "" {
+		return fmt.Errorf("want \"Name: value\", got %q", v)
+	}
+	h[name] = strings.TrimSpace(value)
+	return nil
 }
 
 func newRunFlags(stderr io.Writer) *runFlags {
 	d := loadgen.DefaultConfig()
 	fs := newFlagSet("run", "[flags]", stderr)
+	headers := headerList{}
+	fs.Var(headers, "header", "a header to send with every request, \"Name: value\" (e.g. a tenant header); repeatable")
 	return &runFlags{
+		headers:          headers,
 		fs:               fs,
 		url:              fs.String("url", d.URL, "base URL of the OpenAI-compatible server"),
 		model:            fs.String("model", "", "model name to send (required)"),
@@ -77,6 +95,9 @@ func (f *runFlags) config(log *slog.Logger) (loadgen.Config, error) {
 	c.Timeout, c.ConnectTimeout = *f.timeout, *f.connect
 	c.Seed, c.Label = *f.seed, *f.label
 	c.IgnoreRetryAfter = *f.ignoreRetryAfter
+	if len(f.headers) > 0 {
+		c.Headers = f.headers
+	}
 	for _, p := range strings.Split(*f.watch, ",") {
 		if p = strings.TrimSpace(p); p == "" {
 			continue

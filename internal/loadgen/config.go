@@ -92,6 +92,9 @@ type Config struct {
 	// /proc; see ProcessStats).
 	WatchPIDs []int
 
+	// Headers are sent with every request (a tenant header, say).
+	Headers map[string]string
+
 	// Client sends the requests; nil means a client over NewTransport
 	// sized to the concurrency (or MaxInflight).
 	Client *http.Client

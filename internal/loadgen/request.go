@@ -43,6 +43,7 @@ type requester struct {
 	model    string
 	osl      int64
 	timeout  time.Duration
+	headers  map[string]string
 }
 
 // body returns the JSON request for p: streamed with usage, max_tokens =
@@ -82,6 +83,9 @@ func (q *requester) do(runCtx context.Context, body []byte) outcome {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range q.headers {
+		req.Header.Set(k, v)
+	}
 
 	o := outcome{start: time.Now()}
 	resp, err := q.client.Do(req)

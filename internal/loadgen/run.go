@@ -42,7 +42,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		col:     newCollector(),
 		req: &requester{
 			client: client, endpoint: cfg.endpoint(), api: cfg.API,
-			model: cfg.Model, osl: int64(cfg.OSL), timeout: cfg.Timeout,
+			model: cfg.Model, osl: int64(cfg.OSL), timeout: cfg.Timeout, headers: cfg.Headers,
 		},
 	}
 	return r.run(ctx), nil
