@@ -16,6 +16,7 @@ var (
 	frontendBin string
 	mockerBin   string
 	workerBin   string
+	benchBin    string
 )
 
 // demoModel is the repository's demo model directory (ChatML template,
@@ -42,7 +43,8 @@ func TestMain(m *testing.M) {
 		// One go build for the binaries: a directory -o writes each main
 		// package under its own name.
 		build := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-			"github.com/dynamo-go/dynamo/cmd/frontend", "github.com/dynamo-go/dynamo/cmd/mocker", "github.com/dynamo-go/dynamo/cmd/worker")
+			"github.com/dynamo-go/dynamo/cmd/frontend", "github.com/dynamo-go/dynamo/cmd/mocker", "github.com/dynamo-go/dynamo/cmd/worker",
+			"github.com/dynamo-go/dynamo/cmd/bench")
 		if out, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: go build: %v\n%s", err, out)
 			return 1
@@ -50,6 +52,7 @@ func TestMain(m *testing.M) {
 		frontendBin = filepath.Join(dir, "frontend")
 		mockerBin = filepath.Join(dir, "mocker")
 		workerBin = filepath.Join(dir, "worker")
+		benchBin = filepath.Join(dir, "bench")
 		return m.Run()
 	}()
 	if code == 0 {
