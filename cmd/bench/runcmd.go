@@ -24,6 +24,7 @@ type runFlags struct {
 	rate                         *float64
 	requests, warmup             *int
 	duration, timeout, connect   *time.Duration
+	sloTTFT                      *time.Duration
 	seed                         *uint64
 	jsonPath, label              *string
 	progress                     *time.Duration
@@ -70,6 +71,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 		duration:         fs.Duration("duration", 0, "stop sending after this long, e.g. 60s (0 = until --requests)"),
 		warmup:           fs.Int("warmup", d.Warmup, "requests sent first and left out of the statistics"),
 		timeout:          fs.Duration("timeout", d.Timeout, "per-request limit from send to the end of the stream"),
+		sloTTFT:          fs.Duration("slo-ttft", 0, "goodput: count the completed requests whose time to first token is within this, per second (0 = no goodput)"),
 		connect:          fs.Duration("connect-timeout", d.ConnectTimeout, "TCP connect limit"),
 		seed:             fs.Uint64("seed", d.Seed, "seed of prompts, group choice and arrival times"),
 		jsonPath:         fs.String("json", "", "also write the report as JSON to this file (- = stdout, the table then goes to stderr)"),
@@ -92,7 +94,7 @@ func (f *runFlags) config(log *slog.Logger) (loadgen.Config, error) {
 	c.Groups, c.PrefixLen, c.SuffixLen = *f.groups, *f.prefixLen, *f.suffixLen
 	c.Concurrency, c.Rate, c.MaxInflight = *f.concurrency, *f.rate, *f.maxInflight
 	c.Requests, c.Duration, c.Warmup = *f.requests, *f.duration, *f.warmup
-	c.Timeout, c.ConnectTimeout = *f.timeout, *f.connect
+	c.Timeout, c.ConnectTimeout, c.SLOTTFT = *f.timeout, *f.connect, *f.sloTTFT
 	c.Seed, c.Label = *f.seed, *f.label
 	c.IgnoreRetryAfter = *f.ignoreRetryAfter
 	if len(f.headers) > 0 {

@@ -16,16 +16,17 @@ type collector struct {
 
 	ttft, itl, tpot, e2e, refusal []time.Duration
 
-	launched, completed, failed, refused, cancelled, usageMissing int
-	inTokens, outTokens                                           int64
-	errors                                                        map[ErrorKind]int
-	status, refusedStatus                                         map[int]int
-	samples                                                       []string
-	firstLaunch, lastLaunch, lastEnd                              time.Time
+	slo                                                                 time.Duration // SLOTTFT; 0: no goodput
+	launched, completed, good, failed, refused, cancelled, usageMissing int
+	inTokens, outTokens                                                 int64
+	errors                                                              map[ErrorKind]int
+	status, refusedStatus                                               map[int]int
+	samples                                                             []string
+	firstLaunch, lastLaunch, lastEnd                                    time.Time
 }
 
-func newCollector() *collector {
-	return &collector{errors: map[ErrorKind]int{}, status: map[int]int{}, refusedStatus: map[int]int{}}
+func newCollector(slo time.Duration) *collector {
+	return &collector{slo: slo, errors: map[ErrorKind]int{}, status: map[int]int{}, refusedStatus: map[int]int{}}
 }
 
 // launch notes that a measured request was sent at t.
@@ -78,6 +79,9 @@ func (c *collector) record(o outcome, promptWords int) {
 	e2e := o.end.Sub(o.start)
 	c.e2e = append(c.e2e, e2e)
 	if o.hasContent {
+		if o.ttft <= c.slo {
+			c.good++
+		}
 		c.ttft = append(c.ttft, o.ttft)
 		c.itl = append(c.itl, o.itl...)
 		if out > 1 {
@@ -114,6 +118,7 @@ func (c *collector) report() *Report {
 		Completed:    c.completed,
 		Failed:       c.failed,
 		Refused:      c.refused,
+		WithinSLO:    c.good,
 		Cancelled:    c.cancelled,
 		Errors:       map[ErrorKind]int{},
 		UsageMissing: c.usageMissing,
@@ -136,6 +141,9 @@ func (c *collector) report() *Report {
 		r.DurationS = round3(window)
 		if window > 0 {
 			r.RequestThroughput = round3(float64(c.completed) / window)
+			if c.slo > 0 {
+				r.Goodput = round3(float64(c.good) / window)
+			}
 			r.OutputTokenThroughput = round3(float64(c.outTokens) / window)
 			r.InputTokenThroughput = round3(float64(c.inTokens) / window)
 		}

@@ -27,6 +27,7 @@ func WriteCompare(w io.Writer, a, b *Report, nameA, nameB string) error {
 	row("failed", float64(a.Failed), float64(b.Failed))
 	row("duration s", a.DurationS, b.DurationS)
 	row("request tput req/s", a.RequestThroughput, b.RequestThroughput)
+	row("goodput req/s", a.Goodput, b.Goodput)
 	row("output tput tok/s", a.OutputTokenThroughput, b.OutputTokenThroughput)
 	row("input tput tok/s", a.InputTokenThroughput, b.InputTokenThroughput)
 	row("arrival rate req/s", a.ArrivalRate, b.ArrivalRate)

@@ -79,6 +79,11 @@ type Config struct {
 	// Warmup requests are sent first and left out of every statistic.
 	Warmup int
 
+	// SLOTTFT, when > 0, is the time-to-first-token objective of the
+	// goodput: the completed requests whose TTFT is within it, per second
+	// (Report.Goodput).
+	SLOTTFT time.Duration
+
 	// Timeout bounds one request from send to the end of its stream.
 	Timeout time.Duration
 	// ConnectTimeout bounds establishing a TCP connection.
@@ -176,6 +181,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Requests == 0 && c.Duration == 0 {
 		bad("set requests or duration (or both)")
+	}
+	if c.SLOTTFT < 0 {
+		bad("slo-ttft %v: want 0 (no goodput) or more", c.SLOTTFT)
 	}
 	if c.Timeout <= 0 || c.ConnectTimeout <= 0 {
 		bad("timeouts must be positive")

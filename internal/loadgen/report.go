@@ -56,6 +56,10 @@ type Report struct {
 	// usage.prompt_tokens and usage.completion_tokens when reported.
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
+	// WithinSLO counts the completed requests whose TTFT was within
+	// Config.SLOTTFT, Goodput them per second (both 0 without an SLO).
+	WithinSLO int     `json:"within_slo"`
+	Goodput   float64 `json:"goodput_rps"`
 	// Throughputs of completed requests and their tokens.
 	RequestThroughput     float64 `json:"request_throughput_rps"`
 	OutputTokenThroughput float64 `json:"output_token_throughput_tps"`
@@ -101,6 +105,7 @@ type RunConfig struct {
 	Duration         string  `json:"duration"`
 	Warmup           int     `json:"warmup"`
 	Timeout          string  `json:"timeout"`
+	SLOTTFT          string  `json:"slo_ttft,omitempty"`
 	Seed             uint64  `json:"seed"`
 }
 
@@ -109,6 +114,9 @@ func (c *Config) record() RunConfig {
 		URL: c.URL, Model: c.Model, API: c.API, Workload: c.Workload, OSL: c.OSL,
 		Requests: c.Requests, Duration: c.Duration.String(), Warmup: c.Warmup,
 		Timeout: c.Timeout.String(), Seed: c.Seed,
+	}
+	if c.SLOTTFT > 0 {
+		rc.SLOTTFT = c.SLOTTFT.String()
 	}
 	if c.Workload == WorkloadSharedPrefix {
 		rc.Groups, rc.PrefixLen, rc.SuffixLen = c.Groups, c.PrefixLen, c.SuffixLen
@@ -162,6 +170,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		r.Completed, r.Refused, r.Failed, r.Cancelled, r.Launched, r.DurationS, r.Throttled, r.UsageMissing)
 	fmt.Fprintf(&b, "throughput: %.2f req/s, %.1f output tok/s, %.1f input tok/s; achieved arrival rate %.2f req/s\n",
 		r.RequestThroughput, r.OutputTokenThroughput, r.InputTokenThroughput, r.ArrivalRate)
+	if c.SLOTTFT != "" {
+		fmt.Fprintf(&b, "goodput:    %.2f req/s: %d completed with TTFT within %s\n", r.Goodput, r.WithinSLO, c.SLOTTFT)
+	}
 	if r.Refused > 0 {
 		fmt.Fprintf(&b, "refused:    %s; answered in %.3f ms (p50), %.3f ms (p99), %.3f ms (max)\n",
 			r.statusLine(), r.Refusal.P50, r.Refusal.P99, r.Refusal.Max)

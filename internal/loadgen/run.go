@@ -39,7 +39,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r := &runner{
 		cfg:     cfg,
 		prompts: prompts,
-		col:     newCollector(),
+		col:     newCollector(cfg.SLOTTFT),
 		req: &requester{
 			client: client, endpoint: cfg.endpoint(), api: cfg.API,
 			model: cfg.Model, osl: int64(cfg.OSL), timeout: cfg.Timeout, headers: cfg.Headers,
