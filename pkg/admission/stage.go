@@ -216,7 +216,7 @@ func (s *Stage) admit(ctx context.Context, w *waiter, again bool) error {
 			s.waited(time.Since(w.arrival))
 			return nil
 		case <-recheck.C:
-			s.kick()
+			s.Kick()
 		case <-ctx.Done():
 			if s.leave(w) {
 				s.waited(time.Since(w.arrival))
@@ -304,21 +304,19 @@ func (s *Stage) release() {
 	s.mu.Unlock()
 }
 
-// kick looks again at the workers' loads and admits the head of the
+// Kick looks again at the workers' loads and admits the head of the
 // queue while there is room: the push router calls it when a request
-// frees capacity (router.PushRouter.OnLoadChange), waiters every
-// Config.Recheck.
-func (s *Stage) kick() {
+// frees capacity (router.PushRouter.OnLoadChange), the pipeline when a
+// worker published its load, waiters every Config.Recheck. It does
+// nothing while nobody waits.
+func (s *Stage) Kick() {
 	s.mu.Lock()
 	if s.queue.Len() > 0 {
 		s.dispatchLocked()
+		s.publishLocked()
 	}
-	s.publishLocked()
 	s.mu.Unlock()
 }
-
-// Kick is kick for the push router (see kick).
-func (s *Stage) Kick() { s.kick() }
 
 // dispatchLocked admits the head of the queue while there is room.
 func (s *Stage) dispatchLocked() {

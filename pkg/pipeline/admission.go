@@ -117,8 +117,17 @@ func (r *Registry) followLoad(ctx context.Context, m *Model) error {
 		var ev kvblock.LoadEvent
 		if kvblock.Unmarshal(b, &ev) == nil && m.workers.serves(ev.WorkerID) {
 			m.load.ObserveLoadEvent(ev)
+			m.loadChanged()
 		}
 	})
+}
+
+// loadChanged lets the admission stage look again at the workers after a
+// worker published its load: one that was full may have room now.
+func (m *Model) loadChanged() {
+	if a := m.admit; a != nil {
+		a.Kick()
+	}
 }
 
 // spread makes p pick among the workers the admission stage finds not

@@ -56,7 +56,7 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 		Decide(*backend.Request) (*backend.Placement, error)
 	}
 	if r.cfg.RouterMode == RouterKV {
-		if m.kv, err = r.newKV(card, ep, kvCandidates{push, m}); err != nil {
+		if m.kv, err = r.newKVWith(r.cfg.KV, card, ep, kvCandidates{push, m}, r.kvMet, m.loadChanged); err != nil {
 			return nil, fmt.Errorf("kv router: %w", err)
 		}
 		next, decode = m.kv, m.kv
@@ -99,15 +99,11 @@ type pusher interface {
 	Available() []uint64
 }
 
-// newKV builds the model's KV routing in front of push.
-func (r *Registry) newKV(card *modelcard.Card, ep runtime.EndpointID, push pusher) (*kv.Model, error) {
-	return r.newKVWith(r.cfg.KV, card, ep, push, r.kvMet)
-}
-
 // newKVWith builds KV routing with cfg over the workers of ep in front of
 // push, recording on met (nil: nothing; the prefill pools' routers do not
-// share the decode routers' metrics, whose series have no role).
-func (r *Registry) newKVWith(cfg kv.Config, card *modelcard.Card, ep runtime.EndpointID, push pusher, met *kv.Metrics) (*kv.Model, error) {
+// share the decode routers' metrics, whose series have no role), calling
+// changed (when not nil) after each load event a worker publishes.
+func (r *Registry) newKVWith(cfg kv.Config, card *modelcard.Card, ep runtime.EndpointID, push pusher, met *kv.Metrics, changed func()) (*kv.Model, error) {
 	bs := int(card.KVCacheBlockSize)
 	if bs <= 0 {
 		bs = modelcard.DefaultBlockSize
@@ -120,7 +116,7 @@ func (r *Registry) newKVWith(cfg kv.Config, card *modelcard.Card, ep runtime.End
 	}}
 	return kv.NewModel(cfg, info, kv.ModelDeps{
 		Events: r.rt, Querier: kv.NewRuntimeQuerier(r.rt, ep.Namespace, ep.Component), Next: push,
-		Metrics: met, Logger: r.log,
+		Metrics: met, Logger: r.log, LoadChanged: changed,
 	})
 }
 

@@ -54,7 +54,7 @@ func (r *Registry) newPrefillPool(ctx context.Context, card *modelcard.Card, ep 
 	if r.cfg.RouterMode == RouterKV {
 		cfg := r.cfg.KV
 		cfg.NoTrackActiveBlocks = true // a prefill worker decodes nothing
-		if p.kv, err = r.newKVWith(cfg, card, ep, p.push, nil); err != nil {
+		if p.kv, err = r.newKVWith(cfg, card, ep, p.push, nil, nil); err != nil {
 			return nil, fmt.Errorf("prefill kv router: %w", err)
 		}
 	}

@@ -81,6 +81,10 @@ type ModelDeps struct {
 	Next pusher
 	// Metrics are shared by the frontend's models; nil records nothing.
 	Metrics *Metrics
+	// LoadChanged, when set, is called after each load event a worker
+	// published has been recorded (the admission stage looks again at
+	// workers that may have room). It must not block.
+	LoadChanged func()
 	// Logger receives the log lines; nil discards.
 	Logger *slog.Logger
 }
@@ -107,6 +111,7 @@ type Model struct {
 	approx   *ApproxIndexer // nil in events mode
 	degraded bool           // KV events were wanted but there is no event plane
 	met      *RouterMetrics // may be nil
+	changed  func()         // ModelDeps.LoadChanged; may be nil
 	log      *slog.Logger
 }
 
@@ -123,7 +128,7 @@ func NewModel(cfg Config, info ModelInfo, deps ModelDeps) (*Model, error) {
 	if met == nil {
 		met = &Metrics{}
 	}
-	m := &Model{info: info, cfg: cfg, dpSize: int(max(1, info.Capacity.DataParallelSize)), events: deps.Events, met: met.router, log: log}
+	m := &Model{info: info, cfg: cfg, dpSize: int(max(1, info.Capacity.DataParallelSize)), events: deps.Events, met: met.router, changed: deps.LoadChanged, log: log}
 	sc := DefaultSchedulerConfig(info.BlockSize)
 	if cfg.OverlapScoreWeight != nil {
 		sc.OverlapScoreWeight = *cfg.OverlapScoreWeight
@@ -295,6 +300,9 @@ func (m *Model) subscribe(ctx context.Context) error {
 		var ev kvblock.LoadEvent
 		if kvblock.Unmarshal(b, &ev) == nil {
 			m.monitor.ObserveLoadEvent(ev)
+			if m.changed != nil {
+				m.changed()
+			}
 		}
 	})
 	if errors.Is(err, runtime.ErrNoEventPlane) {
