@@ -23,6 +23,15 @@
 #       instances" answers, ack timeouts and instances reported down in the
 #       frontend's log, and its peak RSS. STORM_HONOUR=1 lets the clients
 #       honour Retry-After instead.
+#   stall FRONTEND LABEL  a live worker that stops acking: STALL_CLIENTS
+#       closed-loop clients for 20 s against two real-time mockers
+#       (--max-num-seqs SEQS) behind FRONTEND on the TCP request plane;
+#       5 s in, one mocker is stopped (SIGSTOP) for STALL_FOR, longer than
+#       the ack timeout (5 s), then resumed: its kernel keeps its
+#       connections and acknowledges what it is sent, its process acks
+#       nothing (as a worker starved of CPU, or in a long pause). Reports
+#       failures, ack timeouts and instances reported down in the
+#       frontend's log, and the requests the queue sent again.
 #   e2e  test/e2e's TestOverload with DYN_E2E_OVERLOAD_DURATION=DURATION
 #       (30s by default here: the issue's length; CI runs 6 s).
 #
@@ -30,8 +39,8 @@
 # OSL (100), DURATION (15s; e2e: 30s), TIMEOUT (queue timeout, 5), POLICY
 # (queue policy, fcfs), SLO
 # (TTFT objective, 1s), OUT (bench-out/overload), STORM_CLIENTS (2000),
-# STORM_SEQS (8), STORM_OSL (200), STORM_DURATION (30s). Needs curl and
-# jq.
+# STORM_SEQS (8), STORM_OSL (200), STORM_DURATION (30s), STALL_CLIENTS
+# (24), STALL_FOR (8). Needs curl and jq.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part=${1:-goodput}
@@ -96,6 +105,32 @@ run() {
   bin/bench run --url "$url" --model demo --isl 64 --warmup 0 --requests 0 \
     --timeout 120s --progress 0 --slo-ttft "$SLO" --label "$label" --json "$OUT/$label.json" "$@" >/dev/null 2>&1 || true
 }
+
+if [ "$part" = stall ]; then
+  bin=${2:-bin/frontend}
+  label=${3:-after}
+  deploy "stall-$label" "$bin" "$SEQS"
+  victim=${pids[0]}
+  run "stall-$label" --osl "$OSL" --concurrency "${STALL_CLIENTS:-24}" --duration 20s --watch-pid "$frontend_pid" &
+  bench_pid=$!
+  sleep 5
+  kill -STOP "$victim"
+  sleep "${STALL_FOR:-8}"
+  kill -CONT "$victim"
+  wait "$bench_pid" || true
+  curl -fsS "$url/metrics" >"$OUT/stall-$label.metrics" 2>/dev/null || true
+  log=$work/frontend-stall-$label.log
+  cp "$log" "$OUT/stall-$label.frontend.log"
+  stop_all
+  f=$OUT/stall-$label.json
+  echo "stall $label ($bin): ${STALL_CLIENTS:-24} clients for 20 s, two mockers --max-num-seqs $SEQS, OSL $OSL; one mocker stopped ${STALL_FOR:-8} s from 5 s in"
+  jq -r '"  completed \(.completed), refused \(.refused) \(.refused_status // {}), failed \(.failed) \(.errors) (\(.http_status // {}))",
+    "  completed \(.request_throughput_rps) req/s, TTFT p50 \(.ttft_ms.p50|round) ms p99 \(.ttft_ms.p99|round) ms max \(.ttft_ms.max|round) ms",
+    "  error samples: \(.error_samples // [] | join(" | "))"' "$f"
+  echo "  frontend log: $(grep -c 'ack timeout' "$log" || true) lines with 'ack timeout', $(grep -c 'instance reported down' "$log" || true) 'instance reported down', $(grep -c 'no instances' "$log" || true) 'no instances'"
+  echo "  requeued by workers' refusals: $(grep '^dynamo_frontend_router_queue_requeued_total' "$OUT/stall-$label.metrics" | tr '\n' ' ' || true)"
+  exit 0
+fi
 
 if [ "$part" = storm ]; then
   bin=${2:-bin/frontend}
