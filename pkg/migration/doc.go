@@ -10,5 +10,8 @@
 // One budget covers both failure kinds: the first attempt plus Limit
 // retries. Requests with guided decoding, n > 1 or a pinned worker are
 // never migrated, nor is anything once the request was stopped or killed,
-// nor errors a healthy worker reported.
+// nor errors a healthy worker reported. A worker that refuses the
+// re-issue of a broken stream as busy (full, or an ack timeout) is
+// skipped like an unreachable one; one that refuses a first attempt is
+// not: the admission stage above queues that request again.
 package migration

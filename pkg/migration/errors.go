@@ -33,3 +33,10 @@ func Migratable(err error) bool {
 func isConnectFailure(err error) bool {
 	return errors.Is(err, runtime.ErrCannotConnect) || errors.Is(err, runtime.ErrUnknownInstance)
 }
+
+// overloaded reports a worker's refusal of a request that had not
+// started: it is full (ResourceExhausted) or did not accept it in time
+// (runtime.ErrAckTimeout, a WorkerOverloaded error).
+func overloaded(err error) bool {
+	return errors.Is(err, runtime.ErrResourceExhausted) || errors.Is(err, runtime.ErrWorkerOverloaded)
+}

@@ -136,11 +136,17 @@ func (a *attempt) run() error {
 		if err == nil || a.finished {
 			return nil // a terminal output reached the client: nothing is lost
 		}
-		if !Migratable(err) || a.parent.IsStopped() {
+		// A worker that refused the re-issue of a broken stream before it
+		// started (full, or too slow to accept it) is busy, not gone:
+		// the answer goes on elsewhere. (A first attempt it refuses goes
+		// back to the admission queue, which cannot take a request whose
+		// client already has part of its answer.)
+		refused := a.generated > 0 && a.emitted == 0 && overloaded(err)
+		if (!Migratable(err) && !refused) || a.parent.IsStopped() {
 			return a.giveUp(err, false)
 		}
 		kind := TypeOngoing
-		if a.emitted == 0 && isConnectFailure(err) {
+		if a.emitted == 0 && (isConnectFailure(err) || refused) {
 			kind = TypeNewRequest
 		}
 		// Every failed attempt counts, the last one too (spec §4.5).
@@ -162,12 +168,32 @@ func (a *attempt) run() error {
 			// replace it).
 			a.streamErr = err
 		}
+		if refused && !a.pause() {
+			return a.giveUp(context.Cause(a.ctx), false)
+		}
 		if kind == TypeNewRequest {
 			a.s.log.WarnContext(a.ctx, "migration: Creating new stream... retrying...", "model", a.s.cfg.Model, "request_id", a.parent.ID(), "retries_left", a.retries, "err", err)
 		} else {
 			a.s.log.WarnContext(a.ctx, "migration: Stream disconnected... recreating stream...", "model", a.s.cfg.Model, "request_id", a.parent.ID(),
 				"generated", a.generated, "retries_left", a.retries, "err", err)
 		}
+	}
+}
+
+// refusalPause is how long a re-issue that a worker refused waits before
+// the next attempt, so that the router sees the refusal (it counts the
+// worker busy for a second) and picks another worker.
+const refusalPause = 100 * time.Millisecond
+
+// pause waits refusalPause; false when the request's context ended.
+func (a *attempt) pause() bool {
+	t := time.NewTimer(refusalPause)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-a.ctx.Done():
+		return false
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -360,6 +361,34 @@ func TestMigratable(t *testing.T) {
 	for _, c := range cases {
 		if got := Migratable(c.err); got != c.want {
 			t.Errorf("Migratable(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+// A worker that refuses the re-issue of a broken stream before it starts
+// (full, or an ack timeout on a live worker) is busy, not gone: the
+// answer goes on elsewhere, within the migration budget. A first attempt
+// it refuses is not retried here: the admission stage above queues it.
+func TestWorkerRefusalOfAReissueIsRetried(t *testing.T) {
+	for _, refusal := range []error{
+		runtime.NewError(runtime.TypeResourceExhausted, "worker queue is full"),
+		fmt.Errorf("%w: %w", runtime.ErrAckTimeout, runtime.NewError(runtime.TypeWorkerOverloaded, "no ack")),
+	} {
+		r := runStage(t, 3, request(10), &mockEngine{behave: func(c int) (int, error, bool) {
+			switch c {
+			case 0:
+				return 3, streamEnded, false
+			case 1:
+				return 0, refusal, true
+			}
+			return 0, nil, false
+		}}, 0)
+		if r.err != nil || !equal(r.tokens, seq(101, 10)) || r.eng.calls != 3 {
+			t.Errorf("%v on the re-issue: %v after %d calls, tokens %v; want the whole answer after 3 calls", refusal, r.err, r.eng.calls, r.tokens)
+		}
+		first := runStage(t, 3, request(10), &mockEngine{behave: func(int) (int, error, bool) { return 0, refusal, true }}, 0)
+		if !errors.Is(first.err, refusal) || first.eng.calls != 1 {
+			t.Errorf("%v on the first attempt: %v after %d calls; want it returned at once", refusal, first.err, first.eng.calls)
 		}
 	}
 }
