@@ -150,6 +150,9 @@ func TestWorkerRefusalWithoutQueueRefuses(t *testing.T) {
 		if v := testutil.ToFloat64(f.stage.cfg.Metrics.refused.WithLabelValues("m", ReasonWorkerFull)); v != 1 {
 			t.Errorf("worker_full refusals %v, want 1", v)
 		}
+		if v := testutil.ToFloat64(f.stage.cfg.Metrics.requeued.WithLabelValues("m", ReasonWorkerFull)); v != 0 {
+			t.Errorf("worker_full requeues %v without a queue, want 0", v)
+		}
 		f.finish()
 	})
 	synctest.Test(t, func(t *testing.T) {

@@ -161,7 +161,6 @@ func (s *Stage) Generate(ctx context.Context, req *backend.Request, emit func(*b
 			return err
 		}
 		// A worker refused it before it started: wait for another.
-		s.cfg.Metrics.requeue(s.cfg.Model, reason)
 		s.mu.Lock()
 		if s.cfg.QueueMax == 0 || time.Since(w.arrival) >= s.cfg.QueueTimeout {
 			err = s.refuseLocked(reason, time.Since(w.arrival), err)
@@ -169,6 +168,7 @@ func (s *Stage) Generate(ctx context.Context, req *backend.Request, emit func(*b
 			return err
 		}
 		s.mu.Unlock()
+		s.cfg.Metrics.requeue(s.cfg.Model, reason)
 		s.log.DebugContext(ctx, "admission: a worker refused the request; it waits for another", "model", s.cfg.Model, "reason", reason, "err", err)
 		// Let the refusal be seen (the router marks the worker busy)
 		// before looking for room again.
