@@ -131,6 +131,8 @@ const envHelp = `HTTP environment:
   DYN_HTTP_DRAIN_TIMEOUT_SECS              in-flight requests may finish this long (30)
   DYN_HTTP_BACKEND_STREAM_TIMEOUT_SECS     longest wait for a worker's next item (none)
   DYN_HTTP_OVERLOAD_STATUS_CODE            status for overload rejections (503)
+  DYN_HTTP_DETACH_STREAMS_AT               with this many streams in flight, a new one takes its HTTP/1.1
+                                           connection over from the server: less memory (64; -1 never)
   DYN_ENABLE_FORCE_INCLUDE_USAGE           always send the usage chunk (false)
   DYN_IGNORE_OPENAI_FE_UNSUPPORTED_FIELDS  ignore unknown request fields instead of refusing them (false)
   DYN_DISABLE_FRONTEND_NVEXT               refuse the nvext extension (false)

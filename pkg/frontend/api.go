@@ -170,13 +170,22 @@ func folder[C any](add func(C), result func() any) (func(preprocessor.Event) err
 // serve runs one /v1 request: read and decode the body, resolve the model,
 // account for it in the metrics, run it, and answer with SSE or JSON.
 func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string, decode func([]byte) (*call, error)) {
+	// cleanup runs when the handler returns, unless the request's stream
+	// took the connection over: then when the stream ends (detach.go).
+	var cleanup reqCleanup
+	handed := false
+	defer func() {
+		if !handed {
+			cleanup.run()
+		}
+	}()
 	s.requests.Add(1)
-	defer s.requests.Done()
+	cleanup.push(s.requests.Done)
 	id := requestID(r)
 	w.Header().Set("x-request-id", id)
 	ctx, span := s.startServerSpan(r, id)
 	sw := &statusWriter{ResponseWriter: w}
-	defer endServerSpan(span, sw)
+	cleanup.push(func() { endServerSpan(span, sw) })
 	w, r = sw, r.WithContext(ctx)
 
 	body, err := s.readBody(w, r)
@@ -198,24 +207,43 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 		s.refuseTenant(w, r, id, m, endpoint, c.stream, err)
 		return
 	}
-	defer release()
+	cleanup.push(release)
 	span.SetAttributes(attribute.String("model", m.Name()), attribute.Bool("stream", c.stream))
 	g := s.metrics.Start(m.Name(), endpoint, c.stream)
-	defer g.Finish()
+	cleanup.push(g.Finish)
 
-	rc := runtime.NewContext(r.Context(), id)
-	defer rc.Release()
-	x := &exchange{s: s, w: w, r: r, rc: rc, g: g, id: id, model: m.Name(), endpoint: endpoint, format: c.format}
-	x.startTimer()
-	defer x.stopTimer()
-	x.wantWorker = c.wantWorker
-	if c.queryOnly {
-		x.query(c, m)
-		return
-	}
+	x := &exchange{s: s, w: w, r: r, g: g, id: id, model: m.Name(), endpoint: endpoint, format: c.format}
+	detach := false
 	if c.stream {
+		n := s.streams.Add(1)
+		cleanup.push(func() { s.streams.Add(-1) })
+		detach = !c.queryOnly && x.detachable(r, n)
+	}
+	parent := r.Context()
+	if detach {
+		// The request outlives its handler: the client leaving is told
+		// by the stream's watcher instead (detach.go).
+		parent = context.WithoutCancel(parent)
+	}
+	rc := runtime.NewContext(parent, id)
+	cleanup.push(rc.Release)
+	x.rc = rc
+	x.startTimer()
+	cleanup.push(x.stopTimer)
+	x.wantWorker = c.wantWorker
+	switch {
+	case c.queryOnly:
+		x.query(c, m)
+	case detach && x.detach(r, func() {
+		x.clientGone.Store(true)
+		rc.Kill()
+	}):
+		handed = true
+		x.r = nil // net/http reuses it once the handler returns
+		go x.runDetached(c, m, cleanup)
+	case c.stream:
 		x.stream(c, m)
-	} else {
+	default:
 		x.unary(c, m)
 	}
 }
@@ -285,6 +313,9 @@ type exchange struct {
 	clientGone atomic.Bool
 	firstToken bool
 	cached     bool
+	// detached is the connection of a stream that took it over from
+	// net/http (detach.go); nil otherwise.
+	detached   *detachedStream
 	wantWorker bool
 	format     streamFormat // the call's; nil for chunks and [DONE]
 	// placement is where the latest output came from (nvext worker_id).
@@ -341,7 +372,7 @@ func (x *exchange) failure(err error) apiError {
 	switch {
 	case x.timedOut.Load():
 		err = errStreamTimeout
-	case x.clientGone.Load() || x.r.Context().Err() != nil:
+	case x.clientGone.Load() || x.r != nil && x.r.Context().Err() != nil:
 		err = errClientGone
 	}
 	return x.s.classify(err)

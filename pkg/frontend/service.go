@@ -47,7 +47,18 @@ type Service struct {
 	tenants  *tenants
 
 	shuttingDown atomic.Bool
-	requests     sync.WaitGroup // handlers of /v1 requests in flight
+	streams      atomic.Int64   // streamed /v1 requests in flight
+	requests     sync.WaitGroup // /v1 requests in flight, streams that took their connections over included
+	// returned takes connections back from streams that took them over
+	// (detach.go); set by Run before it serves.
+	returned *connQueue
+	// hangups tells taken-over streams when their clients leave; set by
+	// Run.
+	hangups hangupWatcher
+	// detached are the streams that took their connections over, so that
+	// a drain that times out can end them (the server no longer sees them).
+	detachedMu sync.Mutex
+	detached   map[*exchange]struct{}
 }
 
 // New returns a service; Run starts it.
@@ -91,15 +102,32 @@ func (s *Service) Handler() http.Handler { return s.handler }
 // timeout for in-flight requests, and kills the rest. It returns nil after
 // that clean stop.
 func (s *Service) Run(ctx context.Context, ln net.Listener, tlsCert, tlsKey string) error {
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	newServer := func() *http.Server {
+		return &http.Server{
+			Handler:           s.handler,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		}
 	}
+	srv := newServer()
 	if tlsCert != "" {
 		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
+	// The connections that streams took over and gave back (detach.go)
+	// are served by a server of their own: HTTP/1.1 only (a connection
+	// is taken over only on HTTP/1.1), already through TLS if it is on.
+	hw, err := newHangupWatcher()
+	if err != nil {
+		s.log.Warn("frontend: a goroutine will watch each stream's client", "error", err)
+	}
+	s.hangups = hw
+	defer hw.close()
+	back := newServer()
+	back.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	s.returned = newConnQueue(ln.Addr())
+	returnedErr := make(chan error, 1)
+	go func() { returnedErr <- back.Serve(s.returned) }()
 	serveErr := make(chan error, 1)
 	go func() {
 		var err error
@@ -125,13 +153,57 @@ func (s *Service) Run(ctx context.Context, ln net.Listener, tlsCert, tlsKey stri
 	}
 	drainCtx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
 	defer cancel()
-	if err := srv.Shutdown(drainCtx); err != nil {
-		s.log.Warn("frontend: drain timed out; closing the remaining connections", "err", err)
-		_ = srv.Close()
+	var wg sync.WaitGroup
+	for _, sv := range []*http.Server{srv, back} {
+		wg.Go(func() {
+			if err := sv.Shutdown(drainCtx); err != nil {
+				s.log.Warn("frontend: drain timed out; closing the remaining connections", "err", err)
+				_ = sv.Close()
+			}
+		})
 	}
-	s.requests.Wait()
+	wg.Wait()
+	s.waitRequests(drainCtx)
+	<-returnedErr
 	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("frontend: serve: %w", err)
 	}
 	return nil
+}
+
+// waitRequests waits for the /v1 requests in flight; when ctx ends first,
+// it kills the streams that took their connections over (the server's
+// Close does not reach them) and waits for them to end.
+func (s *Service) waitRequests(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		s.requests.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	s.detachedMu.Lock()
+	for x := range s.detached {
+		x.rc.Kill()
+		_ = x.detached.conn.Close()
+	}
+	s.detachedMu.Unlock()
+	<-done
+}
+
+// track adds (on) or removes a stream that took its connection over.
+func (s *Service) track(x *exchange, on bool) {
+	s.detachedMu.Lock()
+	defer s.detachedMu.Unlock()
+	if !on {
+		delete(s.detached, x)
+		return
+	}
+	if s.detached == nil {
+		s.detached = map[*exchange]struct{}{}
+	}
+	s.detached[x] = struct{}{}
 }

@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -11,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -130,40 +130,20 @@ func TestNamespaceFilterAndAliases(t *testing.T) {
 }
 
 func TestShutdownLetsStreamsFinish(t *testing.T) {
-	mem := discovery.NewMemSpace()
-	frt := startRuntime(t, mem)
-	svc, err := New(Config{ShutdownGrace: -1, DrainTimeout: 10 * time.Second}, Deps{Models: startModels(t, frt)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	url := "http://" + ln.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx, ln, "", "") }()
-	s := &stack{mem: mem, url: url, workers: map[string]context.CancelFunc{}, done: map[string]chan error{}}
-	eng := helloEngine(t, 20*time.Millisecond)
-	s.addWorker(t, "demo", eng)
-	defer s.stopWorker("demo")
-
-	resp, err := http.Post(url+"/v1/chat/completions", "application/json",
-		strings.NewReader(`{"model":"demo","messages":[{"role":"user","content":"x"}],"max_tokens":30,"stream":true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(resp.Body)
-	if _, err := br.ReadString('\n'); err != nil {
-		t.Fatal(err)
-	}
-	cancel() // shut down with the stream in flight
-	rest, err := io.ReadAll(br)
-	resp.Body.Close()
-	if err != nil || !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
-		t.Fatalf("in-flight stream after shutdown began: err %v, tail %q", err, tail(string(rest)))
-	}
-	if err := <-done; err != nil {
-		t.Errorf("Run: %v", err)
+	// On net/http's handler, and taken over (detach.go).
+	for _, at := range []int{-1, 1} {
+		t.Run(fmt.Sprintf("DetachStreamsAt=%d", at), func(t *testing.T) {
+			s, br, cancel, done := streamThenShutDown(t, Config{DrainTimeout: 10 * time.Second, DetachStreamsAt: at}, 30)
+			defer s.stopWorker("demo")
+			cancel() // shut down with the stream in flight
+			rest, err := io.ReadAll(br)
+			if err != nil || !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
+				t.Fatalf("in-flight stream after shutdown began: err %v, tail %q", err, tail(string(rest)))
+			}
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
 	}
 }
 

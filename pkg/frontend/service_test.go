@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -97,7 +98,8 @@ type stack struct {
 	reg     *prometheus.Registry
 	workers map[string]context.CancelFunc
 	done    map[string]chan error
-	key     string // sent by get and post: the first of Config.APIKeys
+	key     string       // sent by get and post: the first of Config.APIKeys
+	client  *http.Client // for get and post; nil: http.DefaultClient
 }
 
 func startRuntime(t *testing.T, mem *discovery.MemSpace) *runtime.DistributedRuntime {
@@ -263,7 +265,11 @@ func (s *stack) send(t *testing.T, method, path, body string) response {
 	if s.key != "" {
 		req.Header.Set("Authorization", "Bearer "+s.key)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := s.client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +466,18 @@ func TestBadRequestsGetClearErrors(t *testing.T) {
 }
 
 func TestClientDisconnectKillsTheRequest(t *testing.T) {
-	s := newStack(t, Config{}, pipeline.Config{})
+	// Streams on net/http's handler, and streams that took their
+	// connection over (detach.go), whose watcher tells the client left.
+	for _, at := range []int{-1, 1} {
+		t.Run(fmt.Sprintf("DetachStreamsAt=%d", at), func(t *testing.T) {
+			testClientDisconnect(t, Config{DetachStreamsAt: at})
+		})
+	}
+}
+
+func testClientDisconnect(t *testing.T, cfg Config) {
+
+	s := newStack(t, cfg, pipeline.Config{})
 	eng := helloEngine(t, 20*time.Millisecond)
 	eng.seen = make(chan string, 1)
 	s.addWorker(t, "demo", eng)

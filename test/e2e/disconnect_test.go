@@ -22,7 +22,10 @@ import (
 func TestClientDisconnect(t *testing.T) {
 	c := newCluster(t, "file", "tcp")
 	mocker := c.startMocker("mocker", []string{"--speedup-ratio", "1", "--max-num-seqs", "1"}, "DYN_LOG=debug")
-	f := c.startFrontend()
+	// Every stream takes its connection over from net/http (the
+	// frontend's tests cover both ways): the watcher of the connection
+	// must tell the client left.
+	f := c.startFrontend("DYN_HTTP_DETACH_STREAMS_AT=1")
 	f.waitModels(t, "demo")
 
 	cancelled := 0
