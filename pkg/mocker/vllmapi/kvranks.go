@@ -38,7 +38,8 @@ func newPublisher(cfg KVEventsConfig, blockSize, ranks int, log *slog.Logger) *p
 // listen binds every rank's sockets on host: rank r's PUB socket on
 // Port+r and ROUTER socket on ReplayPort+r. A port of 0 picks free ports
 // p, p+1, ... for the ranks (retrying when one of them is taken), so that
-// a subscriber finds rank r on rank 0's port + r.
+// a subscriber finds rank r on rank 0's port + r; with both ports 0 the
+// replay ports follow the publishing ones (p+ranks, ...).
 func (p *publisher) listen(ctx context.Context, host string) error {
 	var err error
 	for range bindAttempts {
@@ -48,7 +49,12 @@ func (p *publisher) listen(ctx context.Context, host string) error {
 				return err
 			}
 		}
-		if replay == 0 {
+		switch {
+		case replay == 0 && p.cfg.Port == 0:
+			// The ranks' replay ports right after their publishing ones
+			// (two free ports picked apart could overlap a rank's).
+			replay = pub + len(p.ranks)
+		case replay == 0:
 			if replay, err = freePort(host); err != nil {
 				return err
 			}
