@@ -73,7 +73,9 @@ func (x *exchange) detach(r *http.Request, gone func()) bool {
 	if !ok {
 		return false
 	}
-	header := sw.Header().Clone()
+	// The header map is the stream's from now on: net/http does not
+	// touch a hijacked response's again.
+	header := sw.Header()
 	conn, brw, err := http.NewResponseController(sw).Hijack()
 	if err != nil {
 		x.s.log.DebugContext(x.rc, "frontend: stream keeps its handler", "request_id", x.id, "error", err)

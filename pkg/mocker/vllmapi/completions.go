@@ -224,21 +224,8 @@ type completionLogprobs struct {
 // stream answers with SSE chunks: one per engine output, then the usage
 // chunk when asked for, then [DONE]. The headers go out at once.
 func (a *answer) stream(w http.ResponseWriter, r *http.Request, rc *runtime.Context, br *backend.Request) {
-	rctl := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	_ = rctl.Flush()
-	send := func(v any) error {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return err
-		}
-		return rctl.Flush()
-	}
+	sse := openSSE(w)
+	send := sse.send
 	var failed error
 	emit := func(o *backend.Output) error {
 		c, i, err := a.choice(o)
@@ -288,19 +275,12 @@ func (a *answer) stream(w http.ResponseWriter, r *http.Request, rc *runtime.Cont
 	if failed != nil {
 		err = failed
 	}
-	if err != nil {
-		status, msg := engineError(err)
-		_ = send(newError(status, msg, ""))
-	} else if a.opts.includeUsage {
-		completion := 0
-		for _, c := range a.choices {
-			completion += len(c.ids)
+	sse.end(err, func() {
+		if a.opts.includeUsage {
+			_ = send(usageChunk{ID: a.id, Object: "text_completion", Created: a.created, Model: a.s.cfg.Model, Choices: []streamChoice{},
+				Usage: a.usage(a.completionTokens())})
 		}
-		_ = send(usageChunk{ID: a.id, Object: "text_completion", Created: a.created, Model: a.s.cfg.Model, Choices: []streamChoice{},
-			Usage: a.usage(completion)})
-	}
-	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
-	_ = rctl.Flush()
+	})
 }
 
 // engineError maps a Generate error to an HTTP status and message.

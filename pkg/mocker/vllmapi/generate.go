@@ -153,21 +153,8 @@ func chatLogprobsOf(o *backend.Output, k int) *chatLogprobs {
 // with include_usage a chunk with no choices and the usage, then [DONE].
 // An engine failure is a data: {"error": ...} event before [DONE].
 func (a *answer) generateStream(w http.ResponseWriter, r *http.Request, rc *runtime.Context, br *backend.Request) {
-	rctl := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	_ = rctl.Flush()
-	send := func(v any) error {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return err
-		}
-		return rctl.Flush()
-	}
+	sse := openSSE(w)
+	send := sse.send
 	held := make([]*generateChoice, len(a.choices))
 	flush := func(i int) error {
 		ch := held[i]
@@ -228,24 +215,15 @@ func (a *answer) generateStream(w http.ResponseWriter, r *http.Request, rc *runt
 	if failed != nil {
 		err = failed
 	}
-	if err != nil {
-		status, msg := engineError(err)
-		_ = send(newError(status, msg, ""))
-	} else {
+	sse.end(err, func() {
 		for i := range held {
 			_ = flush(i)
 		}
 		if a.opts.includeUsage {
-			completion := 0
-			for _, c := range a.choices {
-				completion += len(c.ids)
-			}
-			u := a.usage(completion)
+			u := a.usage(a.completionTokens())
 			_ = send(generateChunk{RequestID: a.id, Choices: []generateChoice{}, Usage: &u})
 		}
-	}
-	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
-	_ = rctl.Flush()
+	})
 }
 
 // generateResponse is vLLM's GenerateResponse.
@@ -294,12 +272,9 @@ func (a *answer) generateUnary(w http.ResponseWriter, rc *runtime.Context, br *b
 		writeError(w, status, msg, "")
 		return
 	}
-	resp := generateResponse{RequestID: a.id, Choices: []generateChoice{}}
-	completion := 0
+	resp := generateResponse{RequestID: a.id, Choices: []generateChoice{}, Usage: a.usage(a.completionTokens())}
 	for i, c := range a.choices {
 		resp.Choices = append(resp.Choices, generateChoice{Index: i, Logprobs: lps[i], FinishReason: c.finish, TokenIDs: append([]uint32{}, c.ids...)})
-		completion += len(c.ids)
 	}
-	resp.Usage = a.usage(completion)
 	writeJSON(w, http.StatusOK, resp)
 }

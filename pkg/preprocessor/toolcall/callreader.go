@@ -111,6 +111,22 @@ func (r *callReader) feed(buf string, at, limit int) (stop int, st callStatus) {
 	return limit, callMore
 }
 
+// advance feeds buf[*at:limit] to the reader, cuts the call short when
+// the output ended (ended) before it did, and moves *at past what it
+// read and, once the call is committed, *hold with it (what the caller
+// may let go of).
+func (r *callReader) advance(buf string, at, hold *int, limit int, ended bool) callStatus {
+	stop, st := r.feed(buf, *at, limit)
+	*at = stop
+	if st == callMore && ended {
+		st = r.cut()
+	}
+	if r.committed {
+		*hold = stop
+	}
+	return st
+}
+
 // step reads one byte.
 func (r *callReader) step(c byte) callStatus {
 	res := r.lx.step(c)

@@ -219,14 +219,7 @@ func (s *harmonyScanner) callBody(buf string, atEnd bool, e *emitter) (int, bool
 		}
 	}
 	if !s.argsDone {
-		stop, st := s.call.feed(buf, s.at, limit)
-		s.at = stop
-		if st == callMore && ended {
-			st = s.call.cut()
-		}
-		if s.call.committed {
-			s.hold = s.at
-		}
+		st := s.call.advance(buf, &s.at, &s.hold, limit, ended)
 		switch st {
 		case callMore:
 			return s.hold, true

@@ -138,14 +138,7 @@ func (r *jsonRegion) run(buf string, atEnd bool, e *emitter) (int, bool) {
 				return r.hold, true
 			}
 		case jpCall:
-			stop, st := r.call.feed(buf, r.at, len(buf))
-			r.at = stop
-			if st == callMore && atEnd {
-				st = r.call.cut()
-			}
-			if r.call.committed {
-				r.hold = r.at
-			}
+			st := r.call.advance(buf, &r.at, &r.hold, len(buf), atEnd)
 			switch st {
 			case callMore:
 				return r.hold, false
