@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
 // ErrBootstrap is wrapped by the error of a decode request whose bootstrap
@@ -42,7 +43,8 @@ func waitForPrefill(ctx context.Context, info *backend.BootstrapInfo, timeout ti
 	}()
 	addr := net.JoinHostPort(info.Host, strconv.Itoa(info.Port))
 	fail := func(what string, err error) error {
-		if ctx.Err() != nil { // killed (which also stops): the kill wins
+		if killed(ctx) { // a kill also stops: the kill wins
+			<-ctx.Done() // the kill ends the context right after it stops it
 			return context.Cause(ctx)
 		}
 		if wctx.Err() != nil {
@@ -78,4 +80,15 @@ func waitForPrefill(ctx context.Context, info *backend.BootstrapInfo, timeout ti
 		return fmt.Errorf("%w: room %d at %s: got %#x, want the ACK %#x", ErrBootstrap, info.Room, addr, b[0], bootstrapACK)
 	}
 	return nil
+}
+
+// killed reports whether ctx's request was killed. A kill stops the
+// request before it ends its context, so a wait woken by the stop asks
+// the request's state (which the kill sets with the stop) rather than
+// ctx.Err(), which may not be set yet.
+func killed(ctx context.Context) bool {
+	if rc, ok := runtime.FromContext(ctx); ok {
+		return rc.IsKilled()
+	}
+	return ctx.Err() != nil
 }
