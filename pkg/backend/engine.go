@@ -17,6 +17,12 @@ import (
 // an error from emit stops the stream and is returned. ctx carries the
 // request's runtime.Context (cancellation, stop and kill, the request id)
 // and deadlines; results travel on the outputs, never in ctx.
+//
+// The Output passed to emit is the generator's until emit returns: it may
+// fill the same struct with the next output (the push router does, to
+// spare an allocation per token). What its fields refer to (slices,
+// strings, pointed-to values) is never reused. A consumer that keeps an
+// output past emit keeps a copy of the struct.
 type Generator interface {
 	Generate(ctx context.Context, req *Request, emit func(*Output) error) error
 }

@@ -157,6 +157,11 @@ type rawResponse struct {
 	sent   bool // the status line and headers are out
 	close  bool // the client asked to close the connection after this
 	err    error
+	// size, vec and bufs hold a chunk's framing for writev, kept here so
+	// that a write allocates nothing.
+	size [20]byte
+	vec  [3][]byte
+	bufs net.Buffers
 }
 
 func (w *rawResponse) Header() http.Header { return w.header }
@@ -206,9 +211,10 @@ func (w *rawResponse) write(p []byte, last bool) error {
 	if w.sent && !last && len(p) > 0 {
 		if _, ok := w.conn.(*net.TCPConn); ok {
 			// The body as it is, framed, in one system call (writev).
-			var size [20]byte
-			bufs := net.Buffers{append(strconv.AppendUint(size[:0], uint64(len(p)), 16), '\r', '\n'), p, crlf}
-			_, w.err = bufs.WriteTo(w.conn)
+			w.vec = [3][]byte{append(strconv.AppendUint(w.size[:0], uint64(len(p)), 16), '\r', '\n'), p, crlf}
+			w.bufs = w.vec[:]
+			_, w.err = w.bufs.WriteTo(w.conn)
+			w.vec[1] = nil // p is the caller's
 			return w.err
 		}
 	}

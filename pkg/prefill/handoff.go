@@ -129,7 +129,7 @@ func (h *handoff) sync(ctx context.Context, span trace.Span, preq *backend.Reque
 	var first *backend.Output
 	err := h.pool.Generate(child, preq, func(out *backend.Output) error {
 		if first == nil {
-			first = out
+			first = new(*out) // out is the router's again once emit returns
 		}
 		return nil
 	})
@@ -205,7 +205,7 @@ func (h *handoff) bootstrap(ctx context.Context, span trace.Span, preq *backend.
 		var first *backend.Output
 		err := h.pool.Generate(pchild, preq, func(out *backend.Output) error {
 			if first == nil {
-				first = out
+				first = new(*out) // out is the router's again once emit returns
 			}
 			return nil
 		})

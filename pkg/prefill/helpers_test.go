@@ -236,7 +236,7 @@ func run(t *testing.T, g backend.Generator, req *backend.Request) ([]*backend.Ou
 	defer rc.Release()
 	var outs []*backend.Output
 	err := g.Generate(rc, req, func(out *backend.Output) error {
-		outs = append(outs, out)
+		outs = append(outs, new(*out)) // the router fills out again
 		return nil
 	})
 	return outs, err

@@ -18,6 +18,10 @@ import (
 // An error before anything was emitted (validation, template, prompt too
 // long, no worker) is returned with no event sent; an error after that
 // ends the stream and is returned too.
+//
+// A chunk event's Data and Stats are Chat's until emit returns: it fills
+// the same chunk for the next token. What they refer to (strings, usage,
+// finish reasons) is never reused.
 func (m *Model) Chat(ctx context.Context, id string, req *openai.ChatCompletionRequest, next backend.Generator, emit func(Event) error) error {
 	prep, err := m.prepareChat(ctx, req)
 	if err != nil {
@@ -67,6 +71,15 @@ func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompl
 	var chatLP chatLogprobs
 	wantLP := prep.Request.OutputOptions.Logprobs != nil
 	plan := m.planOutput(req)
+	// One chunk for the stream, filled anew for each event (Chat's
+	// contract): a token costs no chunk, choice or stats allocation.
+	var (
+		chunk   openai.ChatCompletionChunk
+		choices [1]openai.ChatChunkChoice
+		st      Stats
+		text    [2]string // the delta's reasoning and content
+		one     [1]parsed
+	)
 	cached, err := m.run(ctx, prep, n, next, func(c *choice, d Delta) error {
 		completion += len(d.TokenIDs)
 		pending += len(d.TokenIDs)
@@ -82,9 +95,9 @@ func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompl
 					c.calls++
 				}
 			}
-			parts = nonEmpty(nil, p)
+			parts = nonEmpty(one[:0], p)
 		case plan == nil:
-			parts = nonEmpty(nil, parsed{content: d.Text})
+			parts = nonEmpty(one[:0], parsed{content: d.Text})
 		default:
 			if c.parser == nil {
 				c.parser = newChoiceParser(plan)
@@ -112,11 +125,12 @@ func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompl
 				ch.Delta.Role = "assistant"
 				c.roleSent = true
 			}
+			text[0], text[1] = part.reasoning, part.content
 			if part.reasoning != "" {
-				ch.Delta.ReasoningContent = &part.reasoning
+				ch.Delta.ReasoningContent = &text[0]
 			}
 			if part.content != "" {
-				ch.Delta.Content = &part.content
+				ch.Delta.Content = &text[1]
 			}
 			setCalls(&ch.Delta, part.calls, plan)
 			if d.Finish != nil && k == len(parts)-1 {
@@ -133,14 +147,15 @@ func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompl
 				c.heldLogprobs = nil
 				ch.Logprobs = lp
 			}
-			chunk := base
-			chunk.Choices = []openai.ChatChunkChoice{ch}
+			chunk = base
+			choices[0] = ch
+			chunk.Choices = choices[:]
 			if continuous {
 				chunk.Usage = &openai.Usage{PromptTokens: promptTokens, CompletionTokens: completion, TotalTokens: promptTokens + completion}
 			}
-			st := &Stats{PromptTokens: promptTokens, Tokens: pending, CachedTokens: cachedNow, Placement: c.placement}
+			st = Stats{PromptTokens: promptTokens, Tokens: pending, CachedTokens: cachedNow, Placement: c.placement}
 			pending = 0
-			if err := emit(Event{Data: &chunk, Stats: st}); err != nil {
+			if err := emit(Event{Data: &chunk, Stats: &st}); err != nil {
 				return err
 			}
 		}

@@ -207,7 +207,8 @@ func (d *Decoder) Step(out *backend.Output) (Delta, error) {
 
 // stepIDs decodes ids into delta and returns how many were accepted.
 func (d *Decoder) stepIDs(delta *Delta, ids []uint32) (int, error) {
-	var text []byte
+	var buf [128]byte
+	text := buf[:0]
 	for i, id := range ids {
 		d.generated++
 		check := d.generated > d.minTokens

@@ -39,7 +39,7 @@ func chatChunks(t *testing.T, m *Model, body, text string) ([]*openai.ChatComple
 	var chunks []*openai.ChatCompletionChunk
 	err := m.Chat(context.Background(), "r", validChat(t, body), eng, func(ev Event) error {
 		if c, ok := ev.Data.(*openai.ChatCompletionChunk); ok && ev.Name == "" && len(c.Choices) > 0 {
-			chunks = append(chunks, c)
+			chunks = append(chunks, keepChunk(t, c))
 		}
 		return nil
 	})
@@ -47,6 +47,21 @@ func chatChunks(t *testing.T, m *Model, body, text string) ([]*openai.ChatComple
 		t.Fatal(err)
 	}
 	return chunks, eng
+}
+
+// keepChunk copies c whole: Chat fills the same chunk again once emit
+// returns.
+func keepChunk(t *testing.T, c *openai.ChatCompletionChunk) *openai.ChatCompletionChunk {
+	t.Helper()
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k openai.ChatCompletionChunk
+	if err := json.Unmarshal(b, &k); err != nil {
+		t.Fatal(err)
+	}
+	return &k
 }
 
 // validChat decodes and validates a chat body as the frontend does.

@@ -59,19 +59,6 @@ func (s *scripted) Generate(ctx context.Context, req *backend.Request, emit func
 	return emit(out)
 }
 
-// sse renders events as the frontend writes them.
-func sse(t *testing.T, events []Event) string {
-	t.Helper()
-	var b bytes.Buffer
-	for _, ev := range events {
-		if err := openai.WriteSSE(&b, ev.Name, ev.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b.WriteString(openai.SSEDone)
-	return b.String()
-}
-
 func golden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", "sse", name+".sse")
@@ -129,10 +116,9 @@ func TestChatStreamTranscripts(t *testing.T) {
 			eng := &scripted{ids: append(encodeIDs(t, m, c.text), c.tail...), finish: c.finish, usage: c.usage}
 			body := `{"model":"demo","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}` + c.extra + `}`
 			req := decodeChat(t, body)
-			var events []Event
+			var transcript bytes.Buffer // written as emitted: Chat reuses its chunk
 			err := m.Chat(context.Background(), "req-1", req, eng, func(ev Event) error {
-				events = append(events, ev)
-				return nil
+				return openai.WriteSSE(&transcript, ev.Name, ev.Data)
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -140,7 +126,8 @@ func TestChatStreamTranscripts(t *testing.T) {
 			if eng.stopped != c.wantStop {
 				t.Errorf("engine stopped by the decoder: %v, want %v", eng.stopped, c.wantStop)
 			}
-			golden(t, "chat_"+c.name, sse(t, events))
+			transcript.WriteString(openai.SSEDone)
+			golden(t, "chat_"+c.name, transcript.String())
 		})
 	}
 }

@@ -151,14 +151,17 @@ func (r *PushRouter) call(ctx context.Context, id uint64, isl int, payload []byt
 	rc, _ := runtime.FromContext(ctx)
 	placement := &backend.Placement{WorkerID: id}
 	f := r.loads.start(id, isl)
+	// One Output for the stream, filled anew for each item (the
+	// Generator contract): a token costs no Output allocation.
+	out := new(backend.Output)
 	err := r.src.Call(ctx, id, payload, func(item []byte) error {
 		f.prefilled()
-		var out backend.Output
-		if err := backend.DecodeOutput(item, &out); err != nil {
+		*out = backend.Output{}
+		if err := backend.DecodeOutput(item, out); err != nil {
 			return fmt.Errorf("router: decode engine output: %w", err)
 		}
 		out.Placement = placement
-		return emit(&out)
+		return emit(out)
 	})
 	f.end(err)
 	if err != nil {

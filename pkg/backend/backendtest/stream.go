@@ -29,6 +29,9 @@ func startGenerate(e backend.Engine, rc *runtime.Context, req *backend.Request) 
 	s := &stream{done: make(chan struct{})}
 	checked, finish := backend.ValidateStream(func(*backend.Output) error { return nil }, backend.ValidateChoices(req), backend.ValidatePanic(false))
 	emit := func(o *backend.Output) error {
+		if o != nil {
+			o = new(*o) // the engine may fill o again once emit returns
+		}
 		s.mu.Lock()
 		s.outputs = append(s.outputs, o)
 		s.mu.Unlock()

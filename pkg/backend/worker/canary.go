@@ -241,6 +241,9 @@ func (c *canary) probe(ctx context.Context) (result, reason string) {
 		defer close(running)
 		defer rc.Release()
 		ended <- c.w.generate(rc, rc, &req, func(o *backend.Output) error {
+			if o != nil {
+				o = new(*o) // the engine may fill o again once emit returns
+			}
 			select {
 			case first <- o:
 			default:

@@ -133,6 +133,9 @@ func (t *Tokenizer) encodeText(ids []uint32, text string, atStart bool, sc *scra
 // ignored, as in the Rust library. The transformers-level
 // clean_up_tokenization_spaces is not applied.
 func (t *Tokenizer) Decode(ids []uint32, skipSpecialTokens bool) (string, error) {
+	if _, ok := t.decoder.(decoder.ByteLevel); ok {
+		return t.decodeByteLevel(ids, skipSpecialTokens), nil
+	}
 	tokens := make([]string, 0, len(ids))
 	for _, id := range ids {
 		tok, ok := t.IDToToken(id)
@@ -145,6 +148,23 @@ func (t *Tokenizer) Decode(ids []uint32, skipSpecialTokens bool) (string, error)
 		tokens = append(tokens, tok)
 	}
 	return decoder.Decode(t.decoder, tokens), nil
+}
+
+// decodeByteLevel is Decode for a tokenizer whose decoder is ByteLevel
+// alone (GPT-2 style: Llama 3, Qwen, ...), the same bytes without the
+// token list between: a streamed token decodes its few-token window with
+// one allocation, the text.
+func (t *Tokenizer) decodeByteLevel(ids []uint32, skipSpecialTokens bool) string {
+	var buf [256]byte
+	out := buf[:0]
+	for _, id := range ids {
+		tok, ok := t.IDToToken(id)
+		if !ok || skipSpecialTokens && t.special[tok] {
+			continue
+		}
+		out = decoder.AppendByteLevel(out, tok)
+	}
+	return decoder.Lossy(out)
 }
 
 // VocabSize returns the number of distinct tokens, model vocabulary and

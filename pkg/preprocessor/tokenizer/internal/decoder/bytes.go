@@ -17,21 +17,24 @@ type ByteLevel struct{}
 func (ByteLevel) DecodeChain(tokens []string) []string {
 	var out []byte
 	for _, t := range tokens {
-		start := len(out)
-		ok := true
-		for _, r := range t {
-			b, isByte := bytelevel.ByteOf(r)
-			if !isByte {
-				ok = false
-				break
-			}
-			out = append(out, b)
-		}
-		if !ok {
-			out = append(out[:start], t...)
-		}
+		out = AppendByteLevel(out, t)
 	}
 	return []string{Lossy(out)}
+}
+
+// AppendByteLevel appends the bytes token t stands for to out: one per
+// character of the GPT-2 alphabet, or t's own UTF-8 bytes if it holds a
+// character outside it.
+func AppendByteLevel(out []byte, t string) []byte {
+	start := len(out)
+	for _, r := range t {
+		b, isByte := bytelevel.ByteOf(r)
+		if !isByte {
+			return append(out[:start], t...)
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // ByteFallback turns runs of "<0xNN>" tokens into the bytes they stand for;
