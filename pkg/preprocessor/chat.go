@@ -20,8 +20,10 @@ import (
 // ends the stream and is returned too.
 //
 // A chunk event's Data and Stats are Chat's until emit returns: it fills
-// the same chunk for the next token. What they refer to (strings, usage,
-// finish reasons) is never reused.
+// the same chunk, choice and stats for the next token, the delta's
+// content and reasoning pointers included. A consumer that keeps a chunk
+// copies what it keeps; strings, usage and finish reasons are never
+// reused.
 func (m *Model) Chat(ctx context.Context, id string, req *openai.ChatCompletionRequest, next backend.Generator, emit func(Event) error) error {
 	prep, err := m.prepareChat(ctx, req)
 	if err != nil {
