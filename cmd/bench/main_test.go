@@ -172,7 +172,7 @@ func TestCompare(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	for _, want := range []string{"a = baseline (", "b = stack (", "TTFT p50 ms", "+1.000", "2.000"} {
+	for _, want := range []string{"a = baseline (", "b = stack (", "TTFT p50 ms", "+1.000", "2.000", "retried (idle conn closed)"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout.String())
 		}

@@ -18,6 +18,7 @@ type collector struct {
 
 	slo                                                                 time.Duration // SLOTTFT; 0: no goodput
 	launched, completed, good, failed, refused, cancelled, usageMissing int
+	retried                                                             int
 	inTokens, outTokens                                                 int64
 	errors                                                              map[ErrorKind]int
 	status, refusedStatus                                               map[int]int
@@ -48,6 +49,9 @@ func (c *collector) record(o outcome, promptWords int) {
 	defer c.mu.Unlock()
 	if now.After(c.lastEnd) {
 		c.lastEnd = now
+	}
+	if o.retried {
+		c.retried++
 	}
 	switch {
 	case o.cancelled:
@@ -135,6 +139,7 @@ func (c *collector) report() *Report {
 		r.Errors[k] = n
 	}
 	r.HTTPStatus, r.RefusedStatus = byStatus(c.status), byStatus(c.refusedStatus)
+	r.RetriedIdleConn = c.retried
 	if c.launched > 0 {
 		r.StartedAt = c.firstLaunch
 		window := c.lastEnd.Sub(c.firstLaunch).Seconds()

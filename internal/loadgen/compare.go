@@ -25,6 +25,7 @@ func WriteCompare(w io.Writer, a, b *Report, nameA, nameB string) error {
 	row("completed", float64(a.Completed), float64(b.Completed))
 	row("refused", float64(a.Refused), float64(b.Refused))
 	row("failed", float64(a.Failed), float64(b.Failed))
+	row("retried (idle conn closed)", float64(a.RetriedIdleConn), float64(b.RetriedIdleConn))
 	row("duration s", a.DurationS, b.DurationS)
 	row("request tput req/s", a.RequestThroughput, b.RequestThroughput)
 	row("goodput req/s", a.Goodput, b.Goodput)

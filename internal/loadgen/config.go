@@ -101,7 +101,11 @@ type Config struct {
 	Headers map[string]string
 
 	// Client sends the requests; nil means a client over NewTransport
-	// sized to the concurrency (or MaxInflight).
+	// sized to the concurrency (or MaxInflight). A request the server
+	// never received (its pooled connection closed before an answer,
+	// Report.RetriedIdleConn) is sent again through a copy of the
+	// client's *http.Transport with keep-alives off; with any other
+	// RoundTripper it is not retried.
 	Client *http.Client
 	// Logger receives progress lines every ProgressEvery; nil is silent.
 	Logger *slog.Logger

@@ -11,6 +11,12 @@
 // load generator plus HTTP, and the difference to a run against the
 // serving stack is the stack's own overhead.
 //
+// A request sent on a pooled keep-alive connection that the server had
+// closed (net/http's "server closed idle connection": the server never
+// got it) is sent once more on a new connection and counted
+// (Report.RetriedIdleConn), so an engine that closes idle connections,
+// such as llama-server, can be measured directly.
+//
 // The package imports only pkg/openai (for the wire types) and the
 // standard library, and reads no configuration: cmd/bench does that.
 package loadgen

@@ -39,6 +39,14 @@ type Report struct {
 	Refused   int `json:"refused"`
 	Failed    int `json:"failed"`
 	Cancelled int `json:"cancelled"`
+	// RetriedIdleConn counts the measured requests sent a second time,
+	// on a new connection, because the server had closed the reused
+	// keep-alive connection of the first attempt before a byte of an
+	// answer (net/http's "server closed idle connection", or EOF or a
+	// reset there), as when llama-server's keep-alive timeout races the
+	// next request. Each is retried once and then counts above by how
+	// the retry ended; its times include the failed attempt.
+	RetriedIdleConn int `json:"retried_idle_conn"`
 	// Errors counts failures by kind; HTTPStatus breaks KindHTTP failures
 	// down by status code, RefusedStatus the refusals; ErrorSamples holds
 	// up to ten distinct failure messages.
@@ -166,8 +174,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Interrupted {
 		b.WriteString("INTERRUPTED: partial results\n")
 	}
-	fmt.Fprintf(&b, "requests:   %d completed, %d refused, %d failed, %d cancelled of %d launched in %.3f s (throttled %d, usage missing %d)\n",
-		r.Completed, r.Refused, r.Failed, r.Cancelled, r.Launched, r.DurationS, r.Throttled, r.UsageMissing)
+	fmt.Fprintf(&b, "requests:   %d completed, %d refused, %d failed, %d cancelled of %d launched in %.3f s (throttled %d, usage missing %d, retried (idle conn closed) %d)\n",
+		r.Completed, r.Refused, r.Failed, r.Cancelled, r.Launched, r.DurationS, r.Throttled, r.UsageMissing, r.RetriedIdleConn)
 	fmt.Fprintf(&b, "throughput: %.2f req/s, %.1f output tok/s, %.1f input tok/s; achieved arrival rate %.2f req/s\n",
 		r.RequestThroughput, r.OutputTokenThroughput, r.InputTokenThroughput, r.ArrivalRate)
 	if c.SLOTTFT != "" {

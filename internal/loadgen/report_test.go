@@ -14,7 +14,7 @@ func sampleReport(label string, ttftP50 float64) *Report {
 	c.Rate = 500
 	return &Report{
 		Label: label, Config: c.record(), DurationS: 10,
-		Launched: 105, Completed: 97, Refused: 5, Failed: 3,
+		Launched: 105, Completed: 97, Refused: 5, Failed: 3, RetriedIdleConn: 2,
 		Errors:        map[ErrorKind]int{KindHTTP: 2, KindTimeout: 1},
 		HTTPStatus:    map[string]int{"500": 2},
 		RefusedStatus: map[string]int{"429": 1, "503": 4},
@@ -32,7 +32,7 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	if err := want.WriteJSON(&buf); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"ttft_ms"`, `"request_throughput_rps"`, `"achieved_arrival_rate_rps"`, `"http_status": {`, `"arrival": "poisson"`} {
+	for _, key := range []string{`"ttft_ms"`, `"request_throughput_rps"`, `"achieved_arrival_rate_rps"`, `"http_status": {`, `"arrival": "poisson"`, `"retried_idle_conn": 2`} {
 		if !strings.Contains(buf.String(), key) {
 			t.Errorf("JSON lacks %s:\n%s", key, buf.String())
 		}
@@ -55,7 +55,7 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{`run "stack"`, "poisson rate=500/s", "97 completed, 5 refused, 3 failed", "http_status=2 (500×2), timeout=1",
+	for _, want := range []string{`run "stack"`, "poisson rate=500/s", "97 completed, 5 refused, 3 failed", "retried (idle conn closed) 2)", "http_status=2 (500×2), timeout=1",
 		"refused:    429×1 503×4; answered in 250.000 ms (p50), 600.000 ms (p99), 610.000 ms (max)", "TTFT", "1.250", "p99"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
@@ -69,7 +69,7 @@ func TestWriteCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{"a = base.json", "b = stack.json", "TTFT p50 ms", "+0.500", "1.500"} {
+	for _, want := range []string{"a = base.json", "b = stack.json", "TTFT p50 ms", "+0.500", "1.500", "retried (idle conn closed)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("comparison lacks %q:\n%s", want, out)
 		}

@@ -7,9 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/openai"
@@ -33,11 +38,18 @@ type outcome struct {
 	retryAfter time.Duration
 	// cancelled is a request cut short because the run was interrupted.
 	cancelled bool
+	// retried is set when the request was sent a second time, on a new
+	// connection, because the server had closed the reused connection
+	// of the first attempt without answering (requester.send).
+	retried bool
 }
 
 // requester sends one streamed request and measures it.
 type requester struct {
-	client   *http.Client
+	client *http.Client
+	// fresh sends the one retry of a request the server never received,
+	// on a new connection (oneShotClient); nil: no retries.
+	fresh    *http.Client
 	endpoint string
 	api      API
 	model    string
@@ -73,22 +85,20 @@ func (q *requester) body(p Prompt) ([]byte, error) {
 }
 
 // do sends body and reads the stream to its end. runCtx is the run's
-// context: a request it cancels is marked cancelled, not failed.
+// context: a request it cancels is marked cancelled, not failed. A
+// request that failed as one the server never received does (send) is
+// sent once more, on a new connection; its times count from the first
+// attempt, as the client saw them.
 func (q *requester) do(runCtx context.Context, body []byte) outcome {
 	ctx, cancel := context.WithTimeout(runCtx, q.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, q.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return outcome{err: &RequestError{Kind: KindTransport, Err: err}}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	for k, v := range q.headers {
-		req.Header.Set(k, v)
-	}
 
 	o := outcome{start: time.Now()}
-	resp, err := q.client.Do(req)
+	resp, unreceived, err := q.send(ctx, q.client, body)
+	if err != nil && unreceived && q.fresh != nil && ctx.Err() == nil {
+		o.retried = true
+		resp, _, err = q.send(ctx, q.fresh, body)
+	}
 	if err != nil {
 		return q.fail(runCtx, o, transportError(ctx, err))
 	}
@@ -140,6 +150,83 @@ func (q *requester) do(runCtx context.Context, body []byte) outcome {
 		o.contentCount++
 		last = now
 	}
+}
+
+// send posts body with client. When it fails, unreceived reports
+// whether it failed as a request the server never received does: it
+// went on a reused keep-alive connection and failed before any byte of
+// a response came back, with an error of a connection the server had
+// closed (neverReceived). That is the race of a server's keep-alive timeout
+// (llama-server closes idle connections after a few seconds) with the
+// client picking the connection from its pool for the next request;
+// do then sends the request once more, on a new connection.
+//
+// Why this and not net/http's own retry: the transport re-sends a
+// request by itself after such a failure only when it is idempotent
+// (GET, HEAD, OPTIONS, TRACE, or any method with an Idempotency-Key or
+// X-Idempotency-Key header, Request.isReplayable) with a body it can
+// rewind (GetBody), or when not a byte of it was written. The header
+// would make our POSTs retryable, but it goes to the server (which may
+// act on it: gateways deduplicate by it), the transport retries on
+// whatever pooled connection comes next (so once more for every other
+// stale one in the pool) and nobody counts the retries.
+// http.ErrSkipAltProtocol only lets a RoundTripper registered with
+// RegisterProtocol decline a request; it is no retry mechanism. So the
+// load generator retries itself: at most once, on a connection of its
+// own, counted (Report.RetriedIdleConn). To keep every re-send ours,
+// the request has no GetBody, so the transport never re-sends it
+// itself; the cost is that a 307 or 308 redirect is not followed (the
+// client returns it, an http_status failure), which a benchmark
+// endpoint does not send.
+//
+// A server that read the request and then closed the connection
+// without answering a byte looks the same from here and is retried too:
+// over HTTP/1.1 the client cannot tell the two apart. A request that
+// got any response byte (a status line, a partial stream) is never
+// retried.
+func (q *requester) send(ctx context.Context, client *http.Client, body []byte) (resp *http.Response, unreceived bool, err error) {
+	// The trace's callbacks run on the transport's goroutines.
+	var reused, answered atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn:              func(c httptrace.GotConnInfo) { reused.Store(c.Reused) },
+		GotFirstResponseByte: func() { answered.Store(true) },
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, q.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, false, err
+	}
+	req.GetBody = nil // see above: only do re-sends
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range q.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err = client.Do(req)
+	if err != nil {
+		return nil, reused.Load() && !answered.Load() && neverReceived(err), err
+	}
+	return resp, false, nil
+}
+
+// errServerClosedIdle is the text of net/http's unexported error for a
+// request sent on a pooled connection the server had already closed.
+const errServerClosedIdle = "http: server closed idle connection"
+
+// neverReceived reports whether err, from a request that went on a
+// reused connection and got no response byte, is one of a connection
+// the server had closed: net/http's "server closed idle connection",
+// or EOF, ECONNRESET or EPIPE in writing the request or reading the
+// first response byte. net.ErrClosed counts too: the transport's reader
+// closes the connection when it sees the server's EOF, and its writer,
+// racing it, then writes the request to the closed connection (a
+// cancelled request gets it too, but do does not retry those).
+func neverReceived(err error) bool {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil && ue.Err.Error() == errServerClosedIdle {
+		return true
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
 }
 
 // fail ends o with err, or marks it cancelled when the run was

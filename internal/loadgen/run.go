@@ -41,7 +41,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		prompts: prompts,
 		col:     newCollector(cfg.SLOTTFT),
 		req: &requester{
-			client: client, endpoint: cfg.endpoint(), api: cfg.API,
+			client: client, fresh: oneShotClient(client), endpoint: cfg.endpoint(), api: cfg.API,
 			model: cfg.Model, osl: int64(cfg.OSL), timeout: cfg.Timeout, headers: cfg.Headers,
 		},
 	}
