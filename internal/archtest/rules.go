@@ -40,6 +40,7 @@ var Allowed = map[string][]string{
 	"pkg/pipeline":               {"pkg/admission", "pkg/preprocessor", "pkg/migration", "pkg/prefill", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/modelcard", "pkg/kvblock", "pkg/telemetry"},
 	"pkg/frontend":               {"pkg/admission", "pkg/pipeline", "pkg/preprocessor", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/openai", "pkg/modelcard", "pkg/telemetry"},
 	"internal/testenv":           {},
+	"internal/testgguf":          {"pkg/preprocessor/tokenizer"},
 	"internal/pprofserver":       {},
 	"internal/archtest":          {},
 	"internal/envflag":           {},
@@ -56,7 +57,9 @@ var Allowed = map[string][]string{
 //   - the HTTP layer asks the model registry (pkg/pipeline) for a model;
 //     it neither routes by KV cache nor watches discovery itself;
 //   - the frontend's stages share the engine contract (pkg/backend) with
-//     the workers, never the worker itself.
+//     the workers, never the worker itself;
+//   - internal/testgguf imports nothing of the project; its tests compare
+//     llama.cpp's tokenization with pkg/preprocessor/tokenizer's.
 var Forbidden = map[string][]string{
 	"pkg/frontend":     {"pkg/router/kv", "pkg/runtime/discovery", "pkg/backend/worker"},
 	"pkg/preprocessor": {"pkg/backend/worker"},
@@ -65,6 +68,8 @@ var Forbidden = map[string][]string{
 	"pkg/prefill":      {"pkg/backend/worker", "pkg/router/kv"},
 	"pkg/router":       {"pkg/backend/worker"},
 	"pkg/pipeline":     {"pkg/backend/worker"},
+
+	"internal/testgguf": {"pkg/preprocessor/tokenizer"},
 }
 
 // Unrestricted trees compose everything: binaries, examples, end-to-end
