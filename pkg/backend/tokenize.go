@@ -15,11 +15,20 @@ const TokenizeEndpoint = "tokenize"
 // TokenizeRequest asks an engine for the prompt tokens of a chat
 // conversation, rendered with its own chat template and tokenized with its
 // own tokenizer (vLLM's TokenizeChatRequest, the fields that shape the
-// prompt). Messages and Tools are the OpenAI request's, as the client sent
-// them.
+// prompt), or, when Prompt is set, of a text prompt (a completions
+// request's), tokenized with its own tokenizer. Messages and Tools are the
+// OpenAI request's, as the client sent them.
 type TokenizeRequest struct {
 	// Model is the served model name.
 	Model string `json:"model,omitempty"`
+	// Prompt, when set, is a text to tokenize instead of a conversation
+	// (Messages is then empty): special tokens written in it are parsed
+	// as such, and AddSpecialTokens adds the model's BOS (as the engine's
+	// own completions endpoint would).
+	Prompt *string `json:"prompt,omitempty"`
+	// AddSpecialTokens, with Prompt, adds the tokens the model's
+	// tokenizer adds to a text (its BOS, for most).
+	AddSpecialTokens bool `json:"add_special_tokens,omitempty"`
 	// Messages is the conversation (a JSON array of OpenAI messages).
 	Messages json.RawMessage `json:"messages"`
 	// Tools is the OpenAI tools array; absent when the template gets none.
@@ -39,9 +48,10 @@ type TokenizeResponse struct {
 }
 
 // ChatTokenizer is an engine that renders and tokenizes chat prompts
-// itself (native preprocessing). TokenizeChat returns the prompt tokens;
-// a conversation the engine refuses is an error wrapping
-// ErrInvalidArgument, with the engine's message.
+// itself (native preprocessing). TokenizeChat returns the prompt tokens
+// of a conversation, or of a text (TokenizeRequest.Prompt); a request the
+// engine refuses is an error wrapping ErrInvalidArgument, with the
+// engine's message.
 type ChatTokenizer interface {
 	TokenizeChat(ctx context.Context, req *TokenizeRequest) ([]uint32, error)
 }

@@ -44,7 +44,9 @@ type Card struct {
 	// RuntimeConfig is the engine's per-instance capacity and parsers. It is
 	// not covered by the checksum (it may differ between workers).
 	RuntimeConfig RuntimeConfig `json:"runtime_config"`
-	// TokenizerJSON is the model's tokenizer.json (required).
+	// TokenizerJSON is the model's tokenizer.json. Required, except on a
+	// card whose engine processes both sides (see HasTokenizer and
+	// FromEngine): it is then nil (JSON null).
 	TokenizerJSON *File `json:"tokenizer_json"`
 	// TokenizerConfigJSON is tokenizer_config.json, when the model has one.
 	TokenizerConfigJSON *File `json:"tokenizer_config_json,omitempty"`
@@ -60,6 +62,10 @@ type Card struct {
 	SpecialTokens SpecialTokens `json:"special_tokens"`
 	// GenConfig holds the token ids that end generation.
 	GenConfig GenConfig `json:"gen_config"`
+	// VocabSize is the number of tokens in the model's vocabulary as its
+	// engine reports it, on a card without tokenizer.json (FromEngine);
+	// 0 when unknown or when the card has the tokenizer (which knows).
+	VocabSize uint32 `json:"vocab_size,omitempty"`
 	// MDCSum is "sha256:<hex>" over the card's canonical encoding; set by
 	// Marshal, checked by Unmarshal and Verify. See Checksum.
 	MDCSum string `json:"mdc_sum,omitempty"`

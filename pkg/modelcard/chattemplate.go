@@ -67,7 +67,7 @@ func fileTemplate(source, name string, b []byte, tokCfg *File) (*ChatTemplate, e
 // loaded tokenizer_config.json, when Source is TemplateTokenizerConfig).
 func (t *ChatTemplate) parse(tokCfg *File) error {
 	switch t.Source {
-	case TemplateCustom, TemplateJinja:
+	case TemplateCustom, TemplateJinja, TemplateEngine:
 		b := t.File.Bytes()
 		if !utf8.Valid(b) {
 			return fmt.Errorf("%w: chat template %s is not valid UTF-8", ErrInvalid, t.File.Path)

@@ -41,8 +41,12 @@ func (c *Card) Checksum() (string, error) {
 }
 
 // Marshal sets c.MDCSum and returns the card's JSON encoding (no HTML
-// escaping, so templates stay readable).
+// escaping, so templates stay readable). A card without tokenizer.json
+// whose engine does not process both sides is refused (ErrMissingFile).
 func (c *Card) Marshal() ([]byte, error) {
+	if err := c.checkTokenizer(); err != nil {
+		return nil, err
+	}
 	sum, err := c.Checksum()
 	if err != nil {
 		return nil, err
@@ -61,7 +65,9 @@ func (c *Card) Marshal() ([]byte, error) {
 // Unmarshal decodes a card and verifies it: the mdc_sum over the received
 // JSON (so fields this version does not know are covered too) and each
 // embedded file's checksum. A missing or wrong sum is an error wrapping
-// ErrChecksum; malformed JSON wraps ErrInvalid. Unknown fields are kept.
+// ErrChecksum; malformed JSON wraps ErrInvalid; a card without
+// tokenizer.json whose engine does not process both sides wraps
+// ErrMissingFile. Unknown fields are kept.
 func Unmarshal(b []byte) (*Card, error) {
 	m, err := decodeObject(b)
 	if err != nil {
@@ -96,6 +102,9 @@ func Unmarshal(b []byte) (*Card, error) {
 		}
 		c.extra[k] = raw
 	}
+	if err := c.checkTokenizer(); err != nil {
+		return nil, err
+	}
 	if err := c.verifyFiles(); err != nil {
 		return nil, err
 	}
@@ -104,8 +113,12 @@ func Unmarshal(b []byte) (*Card, error) {
 
 // Verify recomputes the checksum from the card's fields and compares it
 // with MDCSum, and checks each embedded file's checksum. A mismatch wraps
-// ErrChecksum.
+// ErrChecksum; a card without tokenizer.json whose engine does not process
+// both sides wraps ErrMissingFile.
 func (c *Card) Verify() error {
+	if err := c.checkTokenizer(); err != nil {
+		return err
+	}
 	got, err := c.Checksum()
 	if err != nil {
 		return err

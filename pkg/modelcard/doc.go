@@ -13,6 +13,14 @@
 // tokenizer.json, the chat template, the EOS ids, the context length and the
 // KV block size.
 //
+// A worker whose engine renders, tokenizes and detokenizes by itself and
+// has no Hugging Face files (llama.cpp serving a GGUF file) builds its card
+// with FromEngine from what the engine reports (EngineModel): the card has
+// no tokenizer.json (HasTokenizer is false), and its runtime config must
+// say preprocessing and postprocessing "engine" (Processing.EngineOnly).
+// Marshal, Unmarshal, Verify and Load refuse any other card without
+// tokenizer.json (ErrMissingFile).
+//
 // The card names each model file (tokenizer.json, tokenizer_config.json,
 // config.json, generation_config.json, the chat template's file) by path,
 // size and SHA-256 (File); the contents travel out of band. Every worker

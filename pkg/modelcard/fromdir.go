@@ -34,36 +34,16 @@ func FromDir(dir string, opts Options) (*Card, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("%w: %s is not a directory", ErrInvalid, dir)
 	}
-	c := &Card{
-		Aliases:       opts.Aliases,
-		SourcePath:    opts.Source,
-		Revision:      opts.Revision,
-		ModelInput:    opts.ModelInput,
-		RuntimeConfig: opts.Runtime,
+	source, name := opts.Source, opts.Name
+	if source == "" {
+		source = dir
 	}
-	if c.SourcePath == "" {
-		c.SourcePath = dir
+	if name == "" {
+		name = DefaultName(source)
 	}
-	c.DisplayName = opts.Name
-	if c.DisplayName == "" {
-		c.DisplayName = defaultName(c.SourcePath)
-	}
-	c.Slug = Slug(c.DisplayName)
-	if c.ModelInput == "" {
-		c.ModelInput = InputTokens
-	}
-	if c.WorkerType, err = ParseWorkerType(opts.DisaggregationMode); err != nil {
+	c, err := newCard(name, source, opts)
+	if err != nil {
 		return nil, err
-	}
-	var errs []error
-	c.ContextLength = toU32("context length", opts.ContextLength, &errs)
-	c.KVCacheBlockSize = toU32("KV cache block size", opts.KVCacheBlockSize, &errs)
-	c.MigrationLimit = toU32("migration limit", opts.MigrationLimit, &errs)
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	if c.KVCacheBlockSize == 0 {
-		c.KVCacheBlockSize = DefaultBlockSize
 	}
 	modelType, err := ParseModelType(strings.Join(opts.ModelTypes, "|"))
 	if err != nil {
@@ -130,6 +110,40 @@ func FromDir(dir string, opts Options) (*Card, error) {
 	return c, nil
 }
 
+// newCard returns a card with what Options say of every card: names,
+// source, model input, worker type, context length, KV block size (0:
+// DefaultBlockSize), migration limit and runtime config. Name must not be
+// empty.
+func newCard(name, source string, opts Options) (*Card, error) {
+	c := &Card{
+		DisplayName:   name,
+		Slug:          Slug(name),
+		Aliases:       opts.Aliases,
+		SourcePath:    source,
+		Revision:      opts.Revision,
+		ModelInput:    opts.ModelInput,
+		RuntimeConfig: opts.Runtime,
+	}
+	if c.ModelInput == "" {
+		c.ModelInput = InputTokens
+	}
+	var err error
+	if c.WorkerType, err = ParseWorkerType(opts.DisaggregationMode); err != nil {
+		return nil, err
+	}
+	var errs []error
+	c.ContextLength = toU32("context length", opts.ContextLength, &errs)
+	c.KVCacheBlockSize = toU32("KV cache block size", opts.KVCacheBlockSize, &errs)
+	c.MigrationLimit = toU32("migration limit", opts.MigrationLimit, &errs)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if c.KVCacheBlockSize == 0 {
+		c.KVCacheBlockSize = DefaultBlockSize
+	}
+	return c, nil
+}
+
 // toU32 converts an option to the card's uint32, recording an error when it
 // is negative or too large.
 func toU32(what string, v int, errs *[]error) uint32 {
@@ -140,9 +154,9 @@ func toU32(what string, v int, errs *[]error) uint32 {
 	return uint32(v)
 }
 
-// defaultName is the served name when none is given: a hub id as is, else
-// the directory's base name.
-func defaultName(source string) string {
+// DefaultName is the served name of a model loaded from source when none
+// is given: a hub id as is, else the directory's base name.
+func DefaultName(source string) string {
 	if st, err := os.Stat(source); (err != nil || !st.IsDir()) && looksLikeHubID(source) {
 		return source
 	}

@@ -2,13 +2,14 @@ package modelcard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
 // Files returns the model files the card names, each once, in a fixed
 // order: tokenizer.json, tokenizer_config.json, config.json,
-// generation_config.json, then the chat template's own file.
+// generation_config.json, then the chat template's own file. Absent files
+// are left out: a card built from the engine (FromEngine) names at most
+// its chat template.
 func (c *Card) Files() []*File {
 	var out []*File
 	for _, f := range []*File{c.TokenizerJSON, c.TokenizerConfigJSON, c.ConfigJSON, c.GenerationConfigJSON} {
@@ -49,8 +50,12 @@ type FetchFunc func(ctx context.Context, f *File) ([]byte, error)
 // against its size and checksum (a mismatch wraps ErrChecksum), attaches
 // it, and then reads the chat template from its file. It stops at the
 // first error; files loaded before it stay loaded, so Load can be called
-// again.
+// again. A card without tokenizer.json whose engine does not process both
+// sides is refused (ErrMissingFile).
 func (c *Card) Load(ctx context.Context, fetch FetchFunc) error {
+	if err := c.checkTokenizer(); err != nil {
+		return err
+	}
 	for _, f := range c.Files() {
 		if f.Loaded() {
 			continue
@@ -62,9 +67,6 @@ func (c *Card) Load(ctx context.Context, fetch FetchFunc) error {
 		if err := f.SetContents(b); err != nil {
 			return err
 		}
-	}
-	if c.TokenizerJSON == nil {
-		return errors.Join(ErrMissingFile, fmt.Errorf("modelcard: card %q names no tokenizer.json", c.DisplayName))
 	}
 	if t := c.ChatTemplate; t != nil && !t.resolved() {
 		if err := t.parse(c.TokenizerConfigJSON); err != nil {

@@ -54,3 +54,11 @@ func (p Processing) Validate() error {
 	}
 	return nil
 }
+
+// EngineOnly reports whether the engine processes both sides
+// (preprocessing and postprocessing "engine"): the frontend then renders,
+// tokenizes and detokenizes nothing itself, and the card may go without
+// the model's tokenizer.
+func (p Processing) EngineOnly() bool {
+	return p.Preprocessing == ProcessingEngine && p.Postprocessing == ProcessingEngine
+}

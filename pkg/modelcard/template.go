@@ -8,6 +8,10 @@ const (
 	TemplateJinja           = "chat_template.jinja"   // file in the model directory
 	TemplateJSON            = "chat_template.json"    // {"chat_template": "..."}
 	TemplateTokenizerConfig = "tokenizer_config.json" // its "chat_template" field
+	// TemplateEngine is the template an engine reports (FromEngine), in
+	// a chat_template.jinja File. The engine renders with it; the card
+	// carries it for information.
+	TemplateEngine = "engine"
 )
 
 // ChatTemplate is the model's resolved chat template: a single template
@@ -23,7 +27,8 @@ type ChatTemplate struct {
 	// constants.
 	Source string `json:"source"`
 	// File is the template's own file: the custom template, chat_template.jinja
-	// or chat_template.json. Nil when Source is TemplateTokenizerConfig.
+	// (also for TemplateEngine) or chat_template.json. Nil when Source is
+	// TemplateTokenizerConfig.
 	File *File `json:"file,omitempty"`
 	// Template is the template text, when there is a single one.
 	Template string `json:"-"`

@@ -15,8 +15,10 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
-// build loads the card's tokenizer and templates and wires the model's
-// chain, each stage wrapping the next:
+// build loads the card's tokenizer and templates (a card without them,
+// whose engine processes both sides, tokenizes through the workers'
+// tokenize endpoint) and wires the model's chain, each stage wrapping the
+// next:
 //
 //	[admission] -> migration -> prefill stage -> [KV router] -> push router -> the workers of ep
 //

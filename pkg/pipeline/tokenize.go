@@ -19,8 +19,10 @@ const tokenizeWait = 5 * time.Second
 // workerTokenizer is the preprocessor's EngineTokenizer for a model whose
 // card says preprocessing "engine": it asks one of the model's workers,
 // on its tokenize endpoint (backend.TokenizeEndpoint), round-robin, and
-// tries the next when a worker cannot answer. The engine refusing the
-// conversation (TypeInvalidArgument) is returned at once.
+// tries the next when a worker cannot answer. The request goes as it is:
+// a conversation, or for a model whose card has no tokenizer a text
+// prompt (TokenizeRequest.Prompt, AddSpecialTokens). The engine refusing
+// it (TypeInvalidArgument) is returned at once.
 type workerTokenizer struct {
 	rt     *runtime.DistributedRuntime
 	ep     runtime.EndpointID // the tokenize endpoint
@@ -33,7 +35,8 @@ func newWorkerTokenizer(rt *runtime.DistributedRuntime, ep runtime.EndpointID, s
 	return &workerTokenizer{rt: rt, ep: ep, serves: serves}
 }
 
-// TokenizeChat returns the engine's prompt tokens for req.
+// TokenizeChat returns the engine's prompt tokens for req (a
+// conversation or a text).
 func (t *workerTokenizer) TokenizeChat(ctx context.Context, req *backend.TokenizeRequest) ([]uint32, error) {
 	payload, err := json.Marshal(req)
 	if err != nil {
@@ -81,7 +84,7 @@ func (t *workerTokenizer) candidates(ctx context.Context, client *runtime.Client
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return nil, runtime.NewError(runtime.TypeCannotConnect, "no worker of the model serves the tokenize endpoint %s (its engine renders the chat template): %v", t.ep.Path(), context.Cause(ctx))
+			return nil, runtime.NewError(runtime.TypeCannotConnect, "no worker of the model serves the tokenize endpoint %s (its engine tokenizes the model's prompts): %v", t.ep.Path(), context.Cause(ctx))
 		}
 	}
 }

@@ -2,6 +2,7 @@ package preprocessor
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
@@ -126,11 +127,17 @@ func postprocessedDelta(out *backend.Output) Delta {
 	return d
 }
 
+// ErrNoDetokenizer ends a choice whose engine output carries token ids
+// without their text when the model has no tokenizer to decode them (its
+// card says postprocessing "engine": every output must carry the engine's
+// text).
+var ErrNoDetokenizer = errors.New("preprocessor: the engine sent token ids without their text, and this model has no tokenizer to decode them (its engine does the postprocessing)")
+
 // Decoder turns one choice's engine outputs into client text: incremental
 // detokenization, stop ids, min_tokens and the stop-string jail (§3.6). It
 // is not safe for concurrent use.
 type Decoder struct {
-	stream    *tokenizer.DecodeStream
+	stream    *tokenizer.DecodeStream // nil: no tokenizer, outputs carry text
 	jail      *stopJail
 	hidden    map[uint32]bool
 	visible   map[uint32]bool
@@ -139,14 +146,19 @@ type Decoder struct {
 	done      bool
 }
 
-// NewDecoder returns a Decoder for one choice.
+// NewDecoder returns a Decoder for one choice. tok is nil for a model
+// without tokenizer: its outputs must then carry their text
+// (backend.Output.Text), and a token id that would need decoding is an
+// error wrapping ErrNoDetokenizer.
 func NewDecoder(tok *tokenizer.Tokenizer, opts DecoderOptions) *Decoder {
 	d := &Decoder{
-		stream:    tok.NewDecodeStream(opts.SkipSpecialTokens, opts.PromptIDs...),
 		jail:      newStopJail(opts.Stop, opts.IncludeStopStr),
 		hidden:    make(map[uint32]bool, len(opts.HiddenStopIDs)),
 		visible:   make(map[uint32]bool, len(opts.VisibleStopIDs)),
 		minTokens: opts.MinTokens,
+	}
+	if tok != nil {
+		d.stream = tok.NewDecodeStream(opts.SkipSpecialTokens, opts.PromptIDs...)
 	}
 	for _, id := range opts.HiddenStopIDs {
 		d.hidden[id] = true
@@ -216,6 +228,9 @@ func (d *Decoder) stepIDs(delta *Delta, ids []uint32) (int, error) {
 			d.stopOn(delta, id)
 			delta.Text = string(text)
 			return i + 1, nil
+		}
+		if d.stream == nil {
+			return 0, fmt.Errorf("%w (token %d)", ErrNoDetokenizer, id)
 		}
 		piece, err := d.stream.Step(id)
 		if err != nil {

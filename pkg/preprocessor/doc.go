@@ -9,7 +9,11 @@
 // PrepareCompletion). A prompt that does not fit the context is refused
 // with the numbers in the message. A model whose card says preprocessing
 // "engine" gets its chat prompts' tokens from the engine instead
-// (Options.EngineTokenizer).
+// (Options.EngineTokenizer). A model whose card has no tokenizer at all
+// (modelcard.FromEngine: the engine processes both sides) gets its
+// completions text prompts' tokens from the engine too, serves the
+// engine's text, and refuses with a 400 wrapping ErrNeedsTokenizer what
+// needs the tokenizer itself (logprobs, embeddings).
 //
 // Output side: a Decoder per choice detokenizes incrementally, applies stop
 // strings (holding back any text that could still become one), hides stop

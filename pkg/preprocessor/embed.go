@@ -84,6 +84,9 @@ func (m *Model) PrepareEmbedding(req *openai.EmbeddingRequest) ([]*backend.Reque
 func (m *Model) prepareEmbedding(ctx context.Context, req *openai.EmbeddingRequest) (_ []*backend.Request, err error) {
 	ctx, span := m.tracer.Start(ctx, "preprocess")
 	defer func() { endSpan(span, err) }()
+	if m.tok == nil {
+		return nil, needsTokenizer("", "embeddings")
+	}
 	in := req.Input
 	list := in.Texts != nil || in.TokenSet != nil
 	addSpecial := req.AddSpecialTokens == nil || *req.AddSpecialTokens
@@ -103,8 +106,8 @@ func (m *Model) prepareEmbedding(ctx context.Context, req *openai.EmbeddingReque
 			if in.Text != nil {
 				text = []string{*in.Text}
 			}
-			_, tspan := m.tracer.Start(ctx, "tokenize")
-			ids, err = m.encode(text[i], addSpecial)
+			tctx, tspan := m.tracer.Start(ctx, "tokenize")
+			ids, err = m.encode(tctx, text[i], addSpecial, param)
 			tspan.SetAttributes(attribute.Int("token_count", len(ids)))
 			endSpan(tspan, err)
 			if err != nil {
@@ -137,7 +140,7 @@ func (m *Model) prepareEmbedding(ctx context.Context, req *openai.EmbeddingReque
 
 // checkEmbedVocab refuses token ids the model does not have.
 func (m *Model) checkEmbedVocab(ids []uint32, param string) error {
-	n := m.tok.VocabSize()
+	n := m.vocabSize()
 	for _, id := range ids {
 		if int(id) >= n {
 			return invalidParam(param, "Validation: token id %d is out of range: the model's vocabulary has %d tokens", id, n)

@@ -18,6 +18,9 @@ type engineTopLogprob struct {
 
 // tokenText returns the text of one token id, as the logprobs show it.
 func (m *Model) tokenText(id uint32) string {
+	if m.tok == nil {
+		return "" // not reached: logprobs are refused without a tokenizer
+	}
 	s, err := m.tok.Decode([]uint32{id}, false)
 	if err != nil {
 		return ""

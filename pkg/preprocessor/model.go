@@ -63,17 +63,32 @@ type kv struct {
 }
 
 // NewModel loads the card's tokenizer and compiles its chat templates.
+//
+// A card without tokenizer.json (modelcard.FromEngine: the engine
+// renders, tokenizes and detokenizes) is accepted when it says
+// preprocessing and postprocessing "engine"; Options.EngineTokenizer is
+// then required, and tokenizes completions prompts too. Its chat template,
+// if any, is not compiled (the engine renders with it), and what needs the
+// tokenizer itself (logprobs, embeddings) is refused with ErrNeedsTokenizer.
 func NewModel(card *modelcard.Card, opts Options) (*Model, error) {
-	if card == nil || card.TokenizerJSON == nil {
-		return nil, errors.New("preprocessor: model card has no tokenizer.json")
+	if card == nil {
+		return nil, errors.New("preprocessor: no model card")
 	}
-	var topts []tokenizer.Option
-	if card.TokenizerConfigJSON != nil {
-		topts = append(topts, tokenizer.WithConfig(card.TokenizerConfigJSON.Bytes()))
+	if !card.HasTokenizer() && !card.RuntimeConfig.Processing().EngineOnly() {
+		p := card.RuntimeConfig.Processing()
+		return nil, fmt.Errorf("preprocessor: model %q: %w: the card has no tokenizer.json, which preprocessing %q and postprocessing %q need",
+			card.DisplayName, modelcard.ErrMissingFile, p.Preprocessing, p.Postprocessing)
 	}
-	tok, err := tokenizer.FromBytes(card.TokenizerJSON.Bytes(), topts...)
-	if err != nil {
-		return nil, fmt.Errorf("preprocessor: model %q: %w", card.DisplayName, err)
+	var tok *tokenizer.Tokenizer
+	if card.HasTokenizer() {
+		var topts []tokenizer.Option
+		if card.TokenizerConfigJSON != nil {
+			topts = append(topts, tokenizer.WithConfig(card.TokenizerConfigJSON.Bytes()))
+		}
+		var err error
+		if tok, err = tokenizer.FromBytes(card.TokenizerJSON.Bytes(), topts...); err != nil {
+			return nil, fmt.Errorf("preprocessor: model %q: %w", card.DisplayName, err)
+		}
 	}
 	m := &Model{
 		card:      card,
@@ -93,6 +108,12 @@ func NewModel(card *modelcard.Card, opts Options) (*Model, error) {
 		m.engineTok = opts.EngineTokenizer
 	}
 	m.lookupParsers(card.RuntimeConfig)
+	if tok == nil {
+		// The engine renders chat prompts: its template on the card is
+		// informational.
+		m.special = cardSpecialTokens(card.SpecialTokens)
+		return m, nil
+	}
 	for name, src := range card.ChatTemplate.Named() {
 		t, err := template.Compile(src, template.Options{Now: opts.Now})
 		if err != nil {
@@ -101,6 +122,7 @@ func NewModel(card *modelcard.Card, opts Options) (*Model, error) {
 		m.templates[name] = t
 	}
 	if card.TokenizerConfigJSON != nil {
+		var err error
 		if m.special, err = specialTokens(card.TokenizerConfigJSON.Bytes()); err != nil {
 			return nil, fmt.Errorf("preprocessor: model %q: tokenizer_config.json: %w", card.DisplayName, err)
 		}
@@ -113,8 +135,30 @@ func NewModel(card *modelcard.Card, opts Options) (*Model, error) {
 // Card returns the model card the Model was built from.
 func (m *Model) Card() *modelcard.Card { return m.card }
 
-// Tokenizer returns the model's tokenizer.
+// Tokenizer returns the model's tokenizer, or nil when its card has none
+// (the engine processes both sides: see NewModel).
 func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
+
+// ErrNeedsTokenizer is wrapped by the refusal (a *openai.ValidationError,
+// a 400) of a request that needs the model's tokenizer when its card has
+// none: token strings in logprobs, embeddings.
+var ErrNeedsTokenizer = errors.New("preprocessor: the request needs the model's tokenizer")
+
+// needsTokenizer is the refusal of feature, a request field (param) that
+// needs the model's tokenizer, for a model whose card has none.
+func needsTokenizer(param, feature string) error {
+	return fmt.Errorf("%w: %w", ErrNeedsTokenizer, invalidParam(param,
+		"%s need the model's tokenizer: this model is served with the engine's own processing (no tokenizer on its card); serve it with --model-path DIR and frontend processing", feature))
+}
+
+// vocabSize is the number of tokens of the model's vocabulary: its
+// tokenizer's, else what its engine reported (0: unknown).
+func (m *Model) vocabSize() int {
+	if m.tok != nil {
+		return m.tok.VocabSize()
+	}
+	return int(m.card.VocabSize)
+}
 
 // ParserError reports why a parser the card names is not used (a name
 // this frontend does not know: the model is served without it), or nil.

@@ -12,10 +12,11 @@ import (
 
 // EngineTokenizer gives a chat conversation's prompt tokens as the model's
 // engine renders and tokenizes it (native preprocessing: the card says
-// preprocessing "engine"). The frontend's is a call to a worker's tokenize
-// endpoint (pkg/pipeline). An error wrapping backend.ErrInvalidArgument is
-// the engine refusing the conversation; the client gets a 400 with its
-// message.
+// preprocessing "engine"), and, for a model whose card has no tokenizer,
+// a text prompt's (TokenizeRequest.Prompt). The frontend's is a call to a
+// worker's tokenize endpoint (pkg/pipeline). An error wrapping
+// backend.ErrInvalidArgument is the engine refusing the conversation or
+// the text; the client gets a 400 with its message.
 type EngineTokenizer interface {
 	TokenizeChat(ctx context.Context, req *backend.TokenizeRequest) ([]uint32, error)
 }
@@ -70,6 +71,23 @@ func (m *Model) tokenizeNative(ctx context.Context, req *openai.ChatCompletionRe
 	ids, err := m.engineTok.TokenizeChat(ctx, tr)
 	if errors.Is(err, backend.ErrInvalidArgument) {
 		return nil, invalidParam("messages", "the engine's chat template or tokenizer refused the request: %v", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ids == nil {
+		ids = []uint32{}
+	}
+	return ids, nil
+}
+
+// encodeEngine asks the engine for a text prompt's tokens (a model whose
+// card has no tokenizer), with the special tokens its own tokenizer adds
+// when addSpecial is set. A refusal is a validation error on param.
+func (m *Model) encodeEngine(ctx context.Context, text string, addSpecial bool, param string) ([]uint32, error) {
+	ids, err := m.engineTok.TokenizeChat(ctx, &backend.TokenizeRequest{Model: m.card.DisplayName, Prompt: &text, AddSpecialTokens: addSpecial})
+	if errors.Is(err, backend.ErrInvalidArgument) {
+		return nil, invalidParam(param, "the engine's tokenizer refused the prompt: %v", err)
 	}
 	if err != nil {
 		return nil, err

@@ -36,6 +36,16 @@ func (m *Model) PrepareChat(req *openai.ChatCompletionRequest) (*Prepared, error
 func (m *Model) prepareChat(ctx context.Context, req *openai.ChatCompletionRequest) (_ *Prepared, err error) {
 	ctx, span := m.tracer.Start(ctx, "preprocess")
 	defer func() { endSpan(span, err) }()
+	if m.tok == nil {
+		// Token strings need the tokenizer: refuse before the engine
+		// tokenizes anything.
+		switch {
+		case req.Logprobs != nil && *req.Logprobs:
+			return nil, needsTokenizer("logprobs", "logprobs")
+		case req.TopLogprobs != nil && *req.TopLogprobs > 0:
+			return nil, needsTokenizer("top_logprobs", "logprobs")
+		}
+	}
 	p := &Prepared{}
 	var ids []uint32
 	switch nv := req.NvExt; {
@@ -66,8 +76,8 @@ func (m *Model) prepareChat(ctx context.Context, req *openai.ChatCompletionReque
 		p.Prompt = text
 	}
 	if ids == nil {
-		_, tspan := m.tracer.Start(ctx, "tokenize")
-		ids, err = m.encode(p.Prompt, false)
+		tctx, tspan := m.tracer.Start(ctx, "tokenize")
+		ids, err = m.encode(tctx, p.Prompt, false, "messages")
 		tspan.SetAttributes(attribute.Int("token_count", len(ids)))
 		endSpan(tspan, err)
 		if err != nil {
@@ -133,6 +143,9 @@ func (m *Model) prepareCompletion(ctx context.Context, req *openai.CompletionReq
 	}
 	var logprobs *uint32
 	if req.Logprobs != nil && *req.Logprobs > 0 {
+		if m.tok == nil {
+			return nil, needsTokenizer("logprobs", "logprobs")
+		}
 		logprobs = backend.Ptr(uint32(*req.Logprobs))
 	}
 	opts := options{
@@ -171,8 +184,8 @@ func (m *Model) prepareCompletion(ctx context.Context, req *openai.CompletionReq
 	for i, pp := range prompts {
 		ids := append([]uint32(nil), pp.ids...)
 		if pp.isText {
-			_, tspan := m.tracer.Start(ctx, "tokenize")
-			ids, err = m.encode(pp.text, true)
+			tctx, tspan := m.tracer.Start(ctx, "tokenize")
+			ids, err = m.encode(tctx, pp.text, true, "prompt")
 			tspan.SetAttributes(attribute.Int("token_count", len(ids)))
 			endSpan(tspan, err)
 			if err != nil {
@@ -196,21 +209,33 @@ func (m *Model) prepareCompletion(ctx context.Context, req *openai.CompletionReq
 	return out, nil
 }
 
-// encode tokenizes text, dropping NUL characters first.
-func (m *Model) encode(text string, addSpecial bool) ([]uint32, error) {
+// encode tokenizes text, dropping NUL characters first, adding the
+// tokenizer's special tokens (BOS and the like) when addSpecial is set:
+// with the model's tokenizer, or, for a model whose card has none, by its
+// engine (a TokenizeRequest with Prompt). A refusal is a validation error
+// on param.
+func (m *Model) encode(ctx context.Context, text string, addSpecial bool, param string) ([]uint32, error) {
 	if strings.IndexByte(text, 0) >= 0 {
 		text = strings.ReplaceAll(text, "\x00", "")
 	}
+	if m.tok == nil {
+		return m.encodeEngine(ctx, text, addSpecial, param)
+	}
 	ids, err := m.tok.Encode(text, addSpecial)
 	if err != nil {
-		return nil, invalid("cannot tokenize the prompt: %v", err)
+		return nil, invalidParam(param, "cannot tokenize the prompt: %v", err)
 	}
 	return ids, nil
 }
 
-// checkVocab refuses token ids the model does not have.
+// checkVocab refuses token ids the model does not have. Without a
+// tokenizer the vocabulary size is the engine's, when it reported one;
+// else the ids go as they are (the engine refuses what it does not have).
 func (m *Model) checkVocab(ids []uint32) error {
-	n := m.tok.VocabSize()
+	n := m.vocabSize()
+	if n == 0 {
+		return nil
+	}
 	for _, id := range ids {
 		if int(id) >= n {
 			return invalidParam("prompt", "Validation: token id %d is out of range: the model's vocabulary has %d tokens", id, n)
