@@ -153,6 +153,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	showVersion := version.Flag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: worker --engine vllm|sglang|llamacpp --engine-url URL --model-path DIR|ORG/NAME [flags]")
+		fmt.Fprintln(stderr, "       worker --engine llamacpp --engine-url URL --native-framework-processing [--model-path FILE.gguf] [flags]")
 		fs.PrintDefaults()
 		fmt.Fprintln(stderr, "\nEvery engine flag can also be set as DYN_WORKER_<FLAG> (e.g. DYN_WORKER_ENGINE_URL). Engines: docs/engines.md.")
 		fmt.Fprint(stderr, workerflags.EnvHelp)
@@ -172,14 +173,25 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		version.Print(os.Stdout, "worker")
 		return 0
 	}
+	proc, perr := pf.processing(*ef.engine)
+	wf.ModelPathOptional = nativeGGUF(*ef.engine, proc)
 	wcfg, rcfg, werr := wf.Configs()
 	bcfg, berr := ef.config()
 	bcfg.Models = ef.models(wcfg)
+	bcfg.Name = wcfg.ModelName
+	if bcfg.Name == "" && wcfg.ModelPath != "" {
+		bcfg.Name = modelcard.DefaultName(wcfg.ModelPath)
+	}
+	if !worker.HasModelFiles(wcfg.ModelPath) {
+		werr = errors.Join(werr, modelFromEngine(&wcfg, *ef.engine, proc))
+		if *ef.model == "" {
+			bcfg.Models = nil // the engine's model is the card: nothing to compare
+		}
+	}
 	if m := wcfg.DisaggregationMode; m != worker.ModeAggregated {
 		werr = errors.Join(werr, fmt.Errorf("--disaggregation-mode %s (or --is-%s-worker): cmd/worker serves aggregated engines only; "+
 			"disaggregated serving through an engine's KV connector is not implemented (docs/engines.md)", m, m))
 	}
-	proc, perr := pf.processing(*ef.engine)
 	wcfg.Processing, bcfg.EngineText = proc, proc.Postprocessing == modelcard.ProcessingEngine
 	if err := errors.Join(werr, berr, perr); err != nil {
 		fmt.Fprintln(stderr, "worker:", err)
@@ -224,6 +236,13 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 
 // runWorker serves the bridge engine with its own runtime until ctx ends.
 func runWorker(ctx context.Context, rcfg runtime.Config, wcfg worker.Config, bcfg bridge.Config, reg *prometheus.Registry, log *slog.Logger) error {
+	if worker.HasModelFiles(wcfg.ModelPath) {
+		v, err := vocabularyOf(ctx, wcfg)
+		if err != nil {
+			return err
+		}
+		bcfg.Vocabulary = v
+	}
 	b, err := bridge.New(bcfg)
 	if err != nil {
 		return err

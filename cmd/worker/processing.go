@@ -35,7 +35,7 @@ func registerProcessing(s *envflag.Set) *processingFlags {
 		vllm:   s.Bool("vllm-processing", false, "--native-framework-processing for --engine vllm", env("vllm-processing")),
 		sglang: s.Bool("sglang-processing", false, "--native-framework-processing for --engine sglang (refused: SGLang's tokenize endpoint takes no messages)", env("sglang-processing")),
 		preprocessing: s.String("preprocessing", "", "who renders the chat template and tokenizes: frontend (default: the frontend, with the model's files) or engine "+
-			"(the frontend asks this worker, which asks the engine's /tokenize; vllm only)", env("preprocessing")),
+			"(the frontend asks this worker, which asks the engine: vllm's /tokenize, llama.cpp's /apply-template and /tokenize; not sglang)", env("preprocessing")),
 		postprocessing: s.String("postprocessing", "", "who runs the output side: frontend (default), worker (this worker: detokenization with the model's tokenizer, stop strings, "+
 			"and the --dyn-reasoning-parser and --dyn-tool-call-parser; the frontend keeps only the OpenAI framing) or engine (the engine's own text: vllm's and sglang's text, llama.cpp's content)", env("postprocessing")),
 	}
@@ -73,8 +73,8 @@ func (f *processingFlags) processing(dialect string) (modelcard.Processing, erro
 	if err := p.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("--preprocessing/--postprocessing: %w", err))
 	}
-	if dialect != bridge.DialectVLLM && dialect != "" && p.Preprocessing == modelcard.ProcessingEngine {
-		errs = append(errs, fmt.Errorf("engine preprocessing needs an engine that tokenizes chat messages: vllm's /tokenize does; %s's takes text only (use --preprocessing frontend)", dialect))
+	if dialect == bridge.DialectSGLang && p.Preprocessing == modelcard.ProcessingEngine {
+		errs = append(errs, fmt.Errorf("engine preprocessing needs an engine that renders and tokenizes chat messages: vllm's /tokenize and llama.cpp's /apply-template do; %s's tokenize endpoint takes text only (use --preprocessing frontend)", dialect))
 	}
 	return p, errors.Join(errs...)
 }
@@ -128,6 +128,9 @@ func (p *postprocessing) Generate(ctx context.Context, req *backend.Request, emi
 func engineFor(ctx context.Context, eng *bridge.Engine, wcfg worker.Config) (backend.Engine, error) {
 	if wcfg.Processing.Postprocessing != modelcard.ProcessingWorker {
 		return eng, nil
+	}
+	if !worker.HasModelFiles(wcfg.ModelPath) {
+		return nil, fmt.Errorf("worker postprocessing needs the model's files (tokenizer.json): give --model-path the model's directory or hub id")
 	}
 	dir, err := hfhub.Resolve(ctx, wcfg.Hub, wcfg.ModelPath)
 	if err != nil {

@@ -29,6 +29,8 @@ func TestProcessingFlags(t *testing.T) {
 		{engine: "sglang", args: []string{"--sglang-processing"}, err: "takes text only"},
 		{engine: "sglang", args: []string{"--postprocessing", "engine"}, want: modelcard.Processing{Postprocessing: "engine"}},
 		{engine: "llamacpp", args: []string{"--postprocessing", "engine"}, want: modelcard.Processing{Postprocessing: "engine"}},
+		{engine: "llamacpp", args: []string{"--preprocessing", "engine"}, want: modelcard.Processing{Preprocessing: "engine"}},
+		{engine: "llamacpp", args: []string{"--native-framework-processing"}, want: modelcard.Processing{Preprocessing: "engine", Postprocessing: "engine"}},
 		{engine: "vllm", args: []string{"--native-framework-processing", "--postprocessing", "worker"}, err: "--postprocessing worker contradicts"},
 		{engine: "vllm", args: []string{"--preprocessing", "worker"}, err: `preprocessing "worker"`},
 	} {

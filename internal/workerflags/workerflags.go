@@ -26,6 +26,11 @@ import (
 
 // Flags holds the registered flags until Configs is called.
 type Flags struct {
+	// ModelPathOptional, set before Configs, lets --model-path be left
+	// out (a worker whose engine reports its model: cmd/worker with a
+	// llama.cpp engine in native processing).
+	ModelPathOptional bool
+
 	fs             *flag.FlagSet
 	env            func(string) string
 	namespace      string
@@ -104,7 +109,7 @@ func (f *Flags) Configs() (worker.Config, runtime.Config, error) {
 	case *f.isDecode:
 		mode = worker.ModeDecode
 	}
-	if *f.modelPath == "" {
+	if *f.modelPath == "" && !f.ModelPathOptional {
 		errs = append(errs, errors.New("--model-path is required"))
 	}
 	if name := *f.toolParser; name != "" {

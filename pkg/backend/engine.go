@@ -91,6 +91,26 @@ type Config struct {
 	// BootstrapHost is the host decode engines connect to for the
 	// bootstrap handoff; "": the runtime's advertised TCP host.
 	BootstrapHost string
+	// Native is what an engine that renders, tokenizes and detokenizes
+	// by itself reports about its model (llama.cpp's /props), from which
+	// a worker without the model's Hugging Face files builds its card;
+	// nil when the engine reports nothing of the kind.
+	Native *NativeModel
+}
+
+// NativeModel is what an engine reports about the model it serves, for a
+// model card without the model's files (both processing sides in the
+// engine).
+type NativeModel struct {
+	// ChatTemplate is the engine's default chat template ("" none).
+	ChatTemplate string
+	// BOSToken and EOSToken are the model's special token strings.
+	BOSToken, EOSToken string
+	// EOSTokenIDs are the ids that end generation.
+	EOSTokenIDs []uint32
+	// VocabSize is the number of tokens of the model's vocabulary (0
+	// unknown).
+	VocabSize int
 }
 
 // Name returns the served model name: ServedModelName, else Model.

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,7 +53,8 @@ type Config struct {
 	// must serve one of them, under its served name or its model path,
 	// exactly or by a path's last element (/models/Qwen3-0.6B serves
 	// Qwen3-0.6B and org/Qwen3-0.6B). Empty accepts what it serves. A
-	// mismatch fails Start with ErrModelMismatch.
+	// mismatch fails Start with ErrModelMismatch, unless the Vocabulary
+	// check ran and passed (then it is logged).
 	Models []string
 	// VLLMAPI is how a vLLM engine is driven: VLLMAPIAuto (""), its
 	// token-in/token-out endpoint when it streams it, else completions;
@@ -63,6 +65,18 @@ type Config struct {
 	// postprocessing "engine"): vLLM's and SGLang's text, llama.cpp's
 	// content.
 	EngineText bool
+	// Name is the name the model is served by when the engine serves it
+	// under none of Models while the Vocabulary check passed (cmd/worker:
+	// --model-name, else the name derived from --model-path); "" keeps
+	// the engine's.
+	Name string
+	// Vocabulary, when set, is the card's tokenizer: Start tokenizes a
+	// probe text with it and with the engine's own tokenizer (vLLM's and
+	// llama.cpp's /tokenize) and fails with ErrVocabMismatch when the ids
+	// differ. When the vocabularies agree, a served name that is none of
+	// Models is logged, not fatal. An engine that cannot tokenize text
+	// (SGLang) is not checked, and Models decides.
+	Vocabulary *Vocabulary
 	// ContextLength is the maximum prompt+output length; 0 reads it from
 	// the engine (vLLM /v1/models max_model_len; SGLang /v1/models or
 	// /server_info context_length; llama.cpp /props n_ctx).
@@ -218,6 +232,16 @@ func (e *Engine) Start(ctx context.Context, workerID uint64) (backend.Config, er
 		return backend.Config{}, fmt.Errorf("bridge: %s engine at %s reports no served model", e.cfg.Dialect, e.base)
 	}
 	served, ok := pickModel(info.models, e.cfg.Models)
+	info.served = served
+	if !ok {
+		info.served = info.models[0].id
+	}
+	checked := false
+	if e.cfg.Vocabulary != nil {
+		if checked, err = e.checkVocabulary(ctx, info); err != nil {
+			return backend.Config{}, err
+		}
+	}
 	if !ok {
 		var serves []string
 		for _, m := range info.models {
@@ -227,10 +251,13 @@ func (e *Engine) Start(ctx context.Context, workerID uint64) (backend.Config, er
 			}
 			serves = append(serves, s)
 		}
-		return backend.Config{}, fmt.Errorf("%w: the %s engine at %s serves %s, not %s: start it with that model, or give the name it serves",
-			ErrModelMismatch, e.cfg.Dialect, e.base, strings.Join(serves, ", "), quoted(e.cfg.Models, " or "))
+		if !checked {
+			return backend.Config{}, fmt.Errorf("%w: the %s engine at %s serves %s, not %s: start it with that model, or give the name it serves",
+				ErrModelMismatch, e.cfg.Dialect, e.base, strings.Join(serves, ", "), quoted(e.cfg.Models, " or "))
+		}
+		e.log.Info("bridge: the engine serves the model under another name; its vocabulary agrees with the model's tokenizer",
+			"dialect", e.cfg.Dialect, "serves", strings.Join(serves, ", "), "want", strings.Join(e.cfg.Models, ", "), "served_as", cmp.Or(e.cfg.Name, info.served))
 	}
-	info.served = served
 	if e.cfg.ContextLength > 0 {
 		info.contextLength = e.cfg.ContextLength
 	}
@@ -252,11 +279,16 @@ func (e *Engine) Start(ctx context.Context, workerID uint64) (backend.Config, er
 		e.startLoad(bg, workerID)
 	}
 	e.log.Info("bridge: engine ready", "dialect", e.cfg.Dialect, "url", e.base, "model", info.served, "context_length", info.contextLength)
+	name := info.served
+	if !ok && e.cfg.Name != "" {
+		name = e.cfg.Name
+	}
 	return backend.Config{
-		Model:            info.served,
+		Model:            name,
 		ContextLength:    info.contextLength,
 		KVBlockSize:      e.cfg.KVBlockSize,
 		DataParallelSize: e.cfg.DataParallelSize,
+		Native:           info.native,
 	}, nil
 }
 
@@ -345,13 +377,17 @@ func (e *Engine) waitReady(ctx context.Context) error {
 	start := time.Now()
 	lastLog := start
 	const poll, logEvery = 250 * time.Millisecond, 5 * time.Second
+	var last error // the last answer before the wait ran out
 	for {
 		err := e.d.health(ctx, e)
 		if err == nil {
 			return nil
 		}
+		if ctx.Err() == nil || last == nil {
+			last = err
+		}
 		if ctx.Err() != nil {
-			why := err.Error()
+			why := last.Error()
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return fmt.Errorf("%w: the %s engine at %s did not become ready within %v (last: %s)", ErrNotReady, e.cfg.Dialect, e.base, e.cfg.StartTimeout, why)
 			}

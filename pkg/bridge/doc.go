@@ -9,12 +9,19 @@
 // Native processing (docs/engines.md, "Processing modes"): the Engine is a
 // backend.ChatTokenizer, whose TokenizeChat renders and tokenizes a
 // conversation with the engine's own template and tokenizer (vLLM's
-// /tokenize with messages; refused for the others), and with
-// Config.EngineText every output carries the engine's own text.
+// /tokenize with messages; llama.cpp's /apply-template, then /tokenize;
+// refused for SGLang) or tokenizes a text prompt, and with
+// Config.EngineText every output carries the engine's own text. A
+// llama.cpp engine also reports its model (backend.Config.Native, from
+// /props and /v1/models), from which a worker without the model's files
+// builds its card.
 //
 // Lifecycle: New checks the Config and starts nothing. Start waits until
 // the engine's /health answers (bounded by Config.StartTimeout), checks
-// the model it serves (one of Config.Models) and reads its context
+// the engine's vocabulary against the card's tokenizer
+// (Config.Vocabulary: a probe text tokenized by both must give the same
+// ids; vocab.go) and the model it serves (one of Config.Models: fatal
+// only when the vocabulary could not be checked), reads its context
 // length, chooses vLLM's endpoint (Config.VLLMAPI), and runs the KV-event
 // source (Config.KVEvents) and the load poller (Config.LoadInterval: the
 // engine's Prometheus /metrics, published as kvblock.LoadEvent per rank)
@@ -35,6 +42,6 @@
 // (with the engine's message). An engine that cannot be reached gives
 // backend.ErrCannotConnect; a stream that breaks before its end gives
 // backend.ErrStreamIncomplete, which the frontend's migration stage treats
-// as a dead stream and re-issues elsewhere. Start fails with ErrNotReady
-// or ErrModelMismatch.
+// as a dead stream and re-issues elsewhere. Start fails with ErrNotReady,
+// ErrVocabMismatch or ErrModelMismatch.
 package bridge

@@ -21,6 +21,9 @@ type engineInfo struct {
 	generate bool
 	// text asks for the engine's text on the outputs (Config.EngineText).
 	text bool
+	// native is what the engine reports of its model for a card without
+	// the model's files (llama.cpp); nil if nothing.
+	native *backend.NativeModel
 }
 
 // servedModel is one model an engine serves: the name requests carry, and

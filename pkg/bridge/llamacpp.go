@@ -55,13 +55,7 @@ func (llamacpp) health(ctx context.Context, e *Engine) error {
 
 func (llamacpp) info(ctx context.Context, e *Engine) (engineInfo, error) {
 	var info engineInfo
-	var props struct {
-		ModelPath                 string `json:"model_path"`
-		ModelAlias                string `json:"model_alias"`
-		DefaultGenerationSettings struct {
-			NCtx int `json:"n_ctx"`
-		} `json:"default_generation_settings"`
-	}
+	var props llamaProps
 	propsErr := e.getJSON(ctx, "/props", &props)
 	if propsErr == nil {
 		if m := (servedModel{id: props.ModelAlias}); m.id != "" || props.ModelPath != "" {
@@ -76,15 +70,29 @@ func (llamacpp) info(ctx context.Context, e *Engine) (engineInfo, error) {
 	}
 	var models struct {
 		Data []struct {
-			ID string `json:"id"`
+			ID   string `json:"id"`
+			Meta struct {
+				NVocab int `json:"n_vocab"`
+			} `json:"meta"`
 		} `json:"data"`
 	}
+	nVocab := 0
 	if err := e.getJSON(ctx, "/v1/models", &models); err == nil {
 		for _, m := range models.Data {
 			info.models = append(info.models, servedModel{id: m.ID})
+			if nVocab == 0 {
+				nVocab = m.Meta.NVocab
+			}
 		}
 	} else if propsErr != nil {
 		return info, fmt.Errorf("/props: %w; /v1/models: %w", propsErr, err)
+	}
+	if propsErr == nil {
+		native, err := e.llamaNativeModel(ctx, props, nVocab)
+		if err != nil {
+			return info, err
+		}
+		info.native = native
 	}
 	return info, nil
 }

@@ -5,26 +5,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/hfhub"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 )
 
-// ErrNoModelPath is returned when a worker has no model to publish a card for.
-var ErrNoModelPath = errors.New("worker: no model path (--model-path)")
+// ErrNoModelPath is wrapped by Run's error when a worker has neither the
+// model's files nor an engine that reports its model to publish a card.
+var ErrNoModelPath = errors.New("no model files (--model-path)")
 
-// buildCard resolves the model directory and builds the model card from
-// it and the engine's configuration, with the files loaded.
+// buildCard builds the model card from the engine's configuration and
+// the model's files (ModelPath resolved to a directory), loaded; or,
+// without files (no ModelPath, or a GGUF file), from what the engine
+// reports of its model (backend.Config.Native), which needs both
+// processing sides in the engine.
 func (w *server) buildCard(ctx context.Context, ecfg backend.Config) (*modelcard.Card, error) {
-	if w.cfg.ModelPath == "" {
-		return nil, ErrNoModelPath
-	}
-	dir, err := hfhub.Resolve(ctx, w.cfg.Hub, w.cfg.ModelPath)
-	if err != nil {
-		return nil, fmt.Errorf("worker: model %s: %w", w.cfg.ModelPath, err)
-	}
-	card, err := modelcard.FromDir(dir, modelcard.Options{
+	opts := modelcard.Options{
 		Name:               ecfg.Name(),
 		Aliases:            ecfg.Aliases,
 		Source:             w.cfg.ModelPath,
@@ -46,9 +44,49 @@ func (w *server) buildCard(ctx context.Context, ecfg backend.Config) (*modelcard
 
 			DisaggregatedEndpoint: w.bootstrapEndpoint(ecfg),
 		},
-	})
+	}
+	if !HasModelFiles(w.cfg.ModelPath) {
+		return w.engineCard(ecfg, opts)
+	}
+	dir, err := hfhub.Resolve(ctx, w.cfg.Hub, w.cfg.ModelPath)
+	if err != nil {
+		return nil, fmt.Errorf("worker: model %s: %w", w.cfg.ModelPath, err)
+	}
+	card, err := modelcard.FromDir(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("worker: model card: %w", err)
+	}
+	return card, nil
+}
+
+// HasModelFiles reports whether a model path names Hugging Face files (a
+// directory or a hub id), not nothing or a GGUF file, whose card comes
+// from the engine.
+func HasModelFiles(modelPath string) bool {
+	return modelPath != "" && !strings.HasSuffix(strings.ToLower(modelPath), ".gguf")
+}
+
+// engineCard builds the card of a model without files from what the
+// engine reports of it.
+func (w *server) engineCard(ecfg backend.Config, opts modelcard.Options) (*modelcard.Card, error) {
+	p := w.cfg.Processing
+	if ecfg.Native == nil || p.Preprocessing != modelcard.ProcessingEngine || p.Postprocessing != modelcard.ProcessingEngine {
+		what := "no --model-path"
+		if w.cfg.ModelPath != "" {
+			what = "--model-path " + w.cfg.ModelPath + " (a GGUF file)"
+		}
+		return nil, fmt.Errorf("worker: %s: %w: without the model's Hugging Face files (tokenizer.json, ...) the engine must render, tokenize and detokenize itself "+
+			"(--native-framework-processing) and report its model (llama.cpp does); else give --model-path the model's directory or hub id", what, ErrNoModelPath)
+	}
+	if opts.ChatTemplateFile != "" {
+		return nil, fmt.Errorf("worker: --custom-jinja-template needs the model's files: the engine renders with its own template here")
+	}
+	n := ecfg.Native
+	card, err := modelcard.FromEngine(modelcard.EngineModel{
+		ChatTemplate: n.ChatTemplate, BOSToken: n.BOSToken, EOSToken: n.EOSToken, EOSTokenIDs: n.EOSTokenIDs, VocabSize: n.VocabSize,
+	}, opts)
+	if err != nil {
+		return nil, fmt.Errorf("worker: model card from the engine: %w", err)
 	}
 	return card, nil
 }

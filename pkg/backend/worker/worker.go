@@ -30,7 +30,10 @@ type Config struct {
 	// Endpoint is the endpoint to serve (default dyn://dynamo.backend.generate).
 	Endpoint runtime.EndpointID
 	// ModelPath is a local Hugging Face model directory or a hub id
-	// (org/name), resolved through Hub. Required for the model card.
+	// (org/name), resolved through Hub, whose files make the model card.
+	// Empty, or a GGUF file: the card is built from what the engine
+	// reports (backend.Config.Native), which needs Processing to be
+	// "engine" on both sides.
 	ModelPath string
 	// ModelName overrides the served model name the engine reports.
 	ModelName string
