@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run run-disagg images test test-short bench bench-tokenizer bench-preprocess bench-stack bench-streams trace-demo fuzz lint clean
+.PHONY: build run run-disagg run-llamacpp llama-server demo-gguf images test test-short bench bench-tokenizer bench-preprocess bench-stack bench-streams trace-demo fuzz lint clean
 
 build:
 	$(GO) build $(PKGS)
@@ -20,6 +20,30 @@ run:
 # serving, docs/disaggregation.md).
 run-disagg:
 	@exec env GO="$(GO)" MODE=disagg ./scripts/run.sh
+
+# llama.cpp's llama-server (CPU), built from the source the npm package
+# node-llama-cpp ships, into ~/.cache/dynamo-go/llama.cpp (keyed by the
+# package's version; a second run takes no time). The tests that run a
+# real engine use it; without it they skip and say so. Needs npm, git,
+# cmake, ninja and g++ (Debian: apt-get install npm git cmake ninja-build g++).
+llama-server:
+	@./scripts/llama-server.sh
+
+# A random-weight GGUF of the demo model's vocabulary and chat template
+# (test support, internal/testgguf): what make run-llamacpp serves when
+# no GGUF is given. Its answers are real tokens with no meaning.
+demo-gguf:
+	@mkdir -p $(BIN)
+	$(GO) run ./internal/testgguf/cmd/testgguf -from models/demo -o $(BIN)/demo.gguf
+
+# A real engine behind the stack: llama-server serving GGUF (default: the
+# demo GGUF above), one cmd/worker in native processing in front of it
+# (no Hugging Face files: the engine renders, tokenizes, detokenizes) and
+# the frontend on :8000. llama-server: $$LLAMA_SERVER, else on PATH, else
+# the one make llama-server builds.
+GGUF ?=
+run-llamacpp:
+	@exec env GO="$(GO)" GGUF="$(GGUF)" ./scripts/run-llamacpp.sh
 
 # Container images of frontend, mocker and worker (deploy/docker), tagged
 # $(IMAGE_PREFIX)/NAME:$(IMAGE_TAG), with --version stamped from git.
