@@ -42,6 +42,11 @@ var (
 // model can take minutes.
 const DefaultStartTimeout = 10 * time.Minute
 
+// idleConnTimeout is how long the Engine's own client keeps an idle
+// connection: under the 5 s after which llama-server and uvicorn (vLLM,
+// SGLang) close one.
+const idleConnTimeout = 4 * time.Second
+
 // Config configures an Engine.
 type Config struct {
 	// Dialect is the engine's HTTP API: "vllm", "sglang" or "llamacpp".
@@ -119,7 +124,11 @@ type Engine struct {
 	base   string // URL without a trailing slash
 	client *http.Client
 	own    bool // client is the Engine's own (closed by Cleanup)
-	log    *slog.Logger
+	// fresh sends the one retry of a request that failed on a kept-alive
+	// connection, on a connection of its own (nil: client's transport is
+	// not an *http.Transport; the retry goes through client).
+	fresh *http.Client
+	log   *slog.Logger
 
 	mu       sync.Mutex
 	pub      backend.EventPublisher
@@ -168,8 +177,18 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, d: d, base: strings.TrimRight(cfg.URL, "/"), client: cfg.Client, log: cfg.Logger}
 	if e.client == nil {
-		e.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// Engines' servers close idle keep-alive connections after 5 s
+		// (llama-server's cpp-httplib, uvicorn's default): give ours up
+		// first, so that a request rarely meets one the server closed.
+		t.IdleConnTimeout = idleConnTimeout
+		e.client = &http.Client{Transport: t}
 		e.own = true
+	}
+	if t, ok := e.client.Transport.(*http.Transport); ok {
+		one := t.Clone()
+		one.DisableKeepAlives = true
+		e.fresh = &http.Client{Transport: one, CheckRedirect: e.client.CheckRedirect, Jar: e.client.Jar}
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)

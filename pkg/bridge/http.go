@@ -54,13 +54,18 @@ func (e *Engine) do(hreq *http.Request) (*http.Response, error) {
 	resp, err := e.client.Do(hreq)
 	var op *net.OpError
 	if err != nil && hreq.Context().Err() == nil && !(errors.As(err, &op) && op.Op == "dial") && hreq.GetBody != nil {
-		// A kept-alive connection the engine closed (it restarted): once
-		// more on a fresh one, which tells a dead engine from a stale
-		// connection.
+		// A kept-alive connection the engine closed (it closes idle
+		// ones, or it restarted): once more on a new connection, which
+		// tells a dead engine from a stale connection. Not through the
+		// pool, whose next idle connection may be as stale.
 		if body, berr := hreq.GetBody(); berr == nil {
 			retry := hreq.Clone(hreq.Context())
 			retry.Body = body
-			resp, err = e.client.Do(retry)
+			c := e.fresh
+			if c == nil {
+				c = e.client
+			}
+			resp, err = c.Do(retry)
 		}
 	}
 	if err != nil {
