@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run run-disagg run-llamacpp llama-server demo-gguf images test test-short bench bench-tokenizer bench-preprocess bench-stack bench-streams trace-demo fuzz lint clean
+.PHONY: build run run-disagg run-llamacpp llama-server demo-gguf bench-llamacpp images test test-short bench bench-tokenizer bench-preprocess bench-stack bench-streams trace-demo fuzz lint clean
 
 build:
 	$(GO) build $(PKGS)
@@ -100,6 +100,12 @@ bench-preprocess:
 # server streaming the same tokens, then against frontend + two mockers.
 bench-stack:
 	./scripts/bench-stack.sh 500 5000
+
+# The stack in front of a real engine (llama-server): K streams straight
+# to the engine and through frontend + worker, same engine, same run; and
+# KV routing against round-robin over two engines on shared prefixes.
+bench-llamacpp:
+	./scripts/bench-llamacpp.sh all
 
 # Many concurrent long streams through one frontend: its memory, open
 # files and CPU (scripts/bench-streams.sh N OSL WORKERS).

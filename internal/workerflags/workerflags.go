@@ -59,7 +59,7 @@ func Register(fs *flag.FlagSet, env func(string) string) *Flags {
 		env:            env,
 		namespace:      ns,
 		runtime:        runtimeflags.Register(fs, env),
-		modelPath:      fs.String("model-path", "", "model: a local Hugging Face directory or a hub id org/name (required)"),
+		modelPath:      fs.String("model-path", "", "model: a local Hugging Face directory or a hub id org/name (required; worker --engine llamacpp --native-framework-processing: a GGUF file, which names the model, or none)"),
 		modelName:      fs.String("model-name", "", "served model name (default: derived from the model path)"),
 		endpoint:       fs.String("endpoint", "dyn://"+ns+".backend.generate", "endpoint to serve, dyn://namespace.component.endpoint; a prefill worker's default is dyn://"+ns+".prefill.generate [env DYN_NAMESPACE sets the namespace]"),
 		migrationLimit: fs.Int("migration-limit", 0, "times a frontend may re-issue a broken stream of this model on another worker (published on the model card)"),
