@@ -12,18 +12,19 @@ import (
 
 // TestLlamaCppServes serves the demo GGUF through one llama-server and
 // two cmd/worker --engine llamacpp in front of it: "demo" with the
-// frontend's processing (the demo model's files) and "demo-native" with
-// the engine's (no files: the card comes from llama-server's /props,
-// prompts from its /apply-template and /tokenize, text from its
-// content), behind a frontend on the TCP request plane.
+// frontend's processing (the demo model's files) and "demo-q8_0" with
+// the engine's (no files: --model-path names the GGUF, the card comes
+// from llama-server's /props, prompts from its /apply-template and
+// /tokenize, text from its content), behind a frontend on the TCP
+// request plane.
 func TestLlamaCppServes(t *testing.T) {
-	e := startLlama(t, demoGGUF(t))
+	gguf := demoGGUFAs(t, "demo-q8_0.gguf")
+	e := startLlama(t, gguf)
 	c := newCluster(t, "file", "tcp")
-	c.startLlamaWorker("worker", e)
-	c.startLlamaWorker("worker-native", e, "--native-framework-processing", "--model-name", "demo-native",
-		"--endpoint", "dyn://dynamo.native.generate")
+	c.startLlamaWorker("worker", e, "--model-path", demoModel)
+	c.startLlamaWorker("worker-native", e, "--native-framework-processing", "--model-path", gguf, "--endpoint", "dyn://dynamo.native.generate")
 	f := c.startFrontend()
-	f.waitModels(t, "demo", "demo-native")
+	f.waitModels(t, "demo", "demo-q8_0")
 	tok := demoTokenizer(t)
 
 	conversation := []object{{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Héllo, llama! 12345 🙂"}}
@@ -152,18 +153,18 @@ func TestLlamaCppServes(t *testing.T) {
 				}
 				return object{"model": model, "temperature": 0, "max_tokens": 24, "prompt": "<|im_start|>user\nTokens, please.<|im_end|>\n"}
 			}
-			front, native := f.promptIDs(t, path, req("demo")), f.promptIDs(t, path, req("demo-native"))
+			front, native := f.promptIDs(t, path, req("demo")), f.promptIDs(t, path, req("demo-q8_0"))
 			if !equalIDs(front, native) {
 				t.Errorf("%s: the frontend's prompt %v, the engine's %v", path, front, native)
 			}
-			a, b := f.unary(t, path, req("demo")).text(), f.unary(t, path, req("demo-native")).text()
-			s := f.stream(t, path, req("demo-native"))
+			a, b := f.unary(t, path, req("demo")).text(), f.unary(t, path, req("demo-q8_0")).text()
+			s := f.stream(t, path, req("demo-q8_0"))
 			if a == "" || a != b || s.text != a {
 				t.Errorf("%s: frontend processing %q, native %q (streamed %q)", path, a, b, s.text)
 			}
 		}
 		// What needs the model's tokenizer is refused clearly.
-		resp, body := f.post(t, chatPath, chat("demo-native", object{"logprobs": true}))
+		resp, body := f.post(t, chatPath, chat("demo-q8_0", object{"logprobs": true}))
 		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "tokenizer") {
 			t.Errorf("logprobs on the native model: %d %s; want a 400 naming the tokenizer", resp.StatusCode, body)
 		}

@@ -31,12 +31,19 @@ var llamaArgs = []string{"-c", "8192", "--parallel", "2", "--threads", "1", "--m
 // demoGGUF writes the demo model's GGUF into a temporary directory.
 func demoGGUF(t testing.TB) string {
 	t.Helper()
+	return demoGGUFAs(t, "demo.gguf")
+}
+
+// demoGGUFAs writes the demo model's GGUF into a temporary directory,
+// under file name name.
+func demoGGUFAs(t testing.TB, name string) string {
+	t.Helper()
 	opts, err := testgguf.FromDir(demoModel)
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts.Name = "demo"
-	path := filepath.Join(t.TempDir(), "demo.gguf")
+	path := filepath.Join(t.TempDir(), name)
 	if err := testgguf.Write(path, opts); err != nil {
 		t.Fatal(err)
 	}
@@ -50,13 +57,12 @@ func startLlama(t testing.TB, gguf string, extra ...string) *testenv.LlamaServer
 	return testenv.StartLlamaServer(t, bin, testenv.LlamaOptions{Model: gguf, Args: append(slices.Clone(llamaArgs), extra...)})
 }
 
-// startLlamaWorker starts cmd/worker --engine llamacpp in front of e:
-// frontend processing with the demo model's files unless extra says
-// otherwise. Its engine's /health is probed every 200 ms.
+// startLlamaWorker starts cmd/worker --engine llamacpp in front of e,
+// with the demo model's files unless extra has a --model-path. Its engine's /health is probed every 200 ms.
 func (c *cluster) startLlamaWorker(name string, e *testenv.LlamaServer, extra ...string) *worker {
 	c.t.Helper()
 	args := append(append([]string{"--engine", "llamacpp", "--engine-url", e.URL(), "--engine-start-timeout", "60s"}, c.args...), extra...)
-	if !slices.Contains(extra, "--native-framework-processing") && !slices.Contains(extra, "--model-path") {
+	if !slices.Contains(extra, "--model-path") {
 		args = append(args, "--model-path", demoModel)
 	}
 	env := append(slices.Clone(c.env), "DYN_SYSTEM_PORT=0", kvLeaseTTL, "DYN_HEALTH_CHECK_PROBE_INTERVAL=0.2")
