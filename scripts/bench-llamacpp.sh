@@ -23,7 +23,9 @@
 # (output tokens, 64), ISL (prompt words, 128), API (streams: completions,
 # the default, or chat: llama-server's own chat endpoint renders the
 # template and parses its output, which the completions endpoint does not),
-# THREADS (llama-server --threads, 1), PREFIX_GROUPS (routing: prefixes,
+# THREADS (llama-server --threads, 1), LLAMA_ARGS (more llama-server
+# flags, e.g. --cache-ram 0: no prompt cache in host memory beyond the
+# slots), PREFIX_GROUPS (routing: prefixes,
 # 16), OUT (bench-out; the processes' logs go to OUT/logs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,7 +68,7 @@ trap stop_all EXIT INT TERM
 # in a subshell: stop_all must know its pid).
 engine() {
 	setsid "$server" -m "$gguf" --host 127.0.0.1 --port 0 --no-webui --metrics -c $((4096 * K)) --parallel "$K" \
-		--threads "$THREADS" --no-warmup >"$work/$1.log" 2>&1 &
+		--threads "$THREADS" --no-warmup ${LLAMA_ARGS:-} >"$work/$1.log" 2>&1 &
 	pids+=($!)
 	url=
 	for _ in $(seq 600); do
