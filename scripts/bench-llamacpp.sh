@@ -25,7 +25,8 @@
 # template and parses its output, which the completions endpoint does not),
 # THREADS (llama-server --threads, 1), LLAMA_ARGS (more llama-server
 # flags, e.g. --cache-ram 0: no prompt cache in host memory beyond the
-# slots), PREFIX_GROUPS (routing: prefixes,
+# slots), KV_ARGS (more flags of the KV frontend, e.g.
+# --kv-overlap-score-weight 2), PREFIX_GROUPS (routing: prefixes,
 # 16), OUT (bench-out; the processes' logs go to OUT/logs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -111,7 +112,7 @@ stack() {
 		want+=("$model")
 	fi
 	local flags=(--router-mode "$router")
-	[ "$router" = kv ] && flags+=(--no-kv-events --kv-cache-block-size 16)
+	[ "$router" = kv ] && flags+=(--no-kv-events --kv-cache-block-size 16 ${KV_ARGS:-})
 	bin/frontend --http-host 127.0.0.1 --http-port "$port" "${flags[@]}" >"$work/frontend-$port.log" 2>&1 &
 	pids+=($!)
 	local m
