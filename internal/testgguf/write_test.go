@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamo-go/dynamo/internal/jsonscan"
 )
 
 // Model directories the tests write from; the shared ones hold only
@@ -353,7 +355,7 @@ func TestPreFromSplit(t *testing.T) {
 
 func TestMergePairs(t *testing.T) {
 	var got []string
-	if err := parseMerges(&scanner{b: []byte(`[["Ġ", "t"], ["a b", "c"]]`)}, &got); err != nil {
+	if err := parseMerges(jsonscan.New([]byte(`[["Ġ", "t"], ["a b", "c"]]`)), &got); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"Ġ t", "aĠb c"}; strings.Join(got, "|") != strings.Join(want, "|") {

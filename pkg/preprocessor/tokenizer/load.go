@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"unicode/utf8"
 
+	"github.com/dynamo-go/dynamo/internal/jsonscan"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer/internal/decoder"
-	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer/internal/jsonscan"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer/internal/model"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer/internal/normalize"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer/internal/pretok"

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer/internal/jsonscan"
+	"github.com/dynamo-go/dynamo/internal/jsonscan"
 )
 
 // rawModel is the union of the fields of every model type.
