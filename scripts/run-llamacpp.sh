@@ -44,46 +44,7 @@ fi
 model=$(basename "$gguf")
 model=${model%.gguf}
 
-kv=$(mktemp -d "${TMPDIR:-/tmp}/dynamo-run.XXXXXX")
-pids=()
-
-alive() {
-	local p
-	for p in "${pids[@]}"; do
-		if kill -0 "$p" 2>/dev/null; then
-			return 0
-		fi
-	done
-	return 1
-}
-stop() {
-	trap - EXIT INT TERM
-	if ((${#pids[@]})); then
-		echo
-		echo "stopping..."
-		kill -TERM "${pids[@]}" 2>/dev/null || true
-		for _ in $(seq 100); do
-			alive || break
-			sleep 0.1
-		done
-		kill -KILL "${pids[@]}" 2>/dev/null || true
-		wait "${pids[@]}" 2>/dev/null || true
-		echo "stopped."
-	fi
-	rm -rf "$kv"
-}
-on_signal() {
-	stop
-	trap - "$1"
-	kill -"$1" $$
-}
-trap stop EXIT
-trap 'on_signal INT' INT
-trap 'on_signal TERM' TERM
-
-export DYN_DISCOVERY_BACKEND=file DYN_FILE_KV="$kv" DYN_REQUEST_PLANE=tcp
-export DYN_TCP_RPC_HOST=127.0.0.1 DYN_TCP_RESPONSE_STREAM_HOST=127.0.0.1
-export DYN_HTTP_GRACEFUL_SHUTDOWN_TIMEOUT_SECS=0 DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS=0
+. scripts/lib/stack.sh
 
 # llama-server binds a port of its choosing and says which.
 echo "starting llama-server ($server) on $gguf..."
@@ -111,14 +72,6 @@ setsid bin/worker --engine llamacpp --engine-url "$url" --native-framework-proce
 pids+=($!)
 setsid bin/frontend --http-port "$port" >bin/frontend.log 2>&1 &
 pids+=($!)
-
-get() {
-	(
-		exec 3<>"/dev/tcp/127.0.0.1/$port"
-		printf 'GET %s HTTP/1.0\r\nHost: localhost\r\n\r\n' "$1" >&3
-		cat <&3
-	) 2>/dev/null
-}
 
 echo "starting the worker and the frontend..."
 for i in $(seq 1200); do
