@@ -234,9 +234,19 @@ func (c *counter) Handle(rc *runtime.Context, payload []byte, emit func([]byte) 
 		default:
 		}
 		if rc.IsStopped() {
+			// A killed context is stopped too: a kill that lands after
+			// the Done check above is a kill, not a stop.
+			killed := rc.IsKilled()
 			c.mu.Lock()
-			c.sawStop[rc.ID()] = true
+			if killed {
+				c.sawKill[rc.ID()] = true
+			} else {
+				c.sawStop[rc.ID()] = true
+			}
 			c.mu.Unlock()
+			if killed {
+				return context.Cause(rc)
+			}
 			return nil
 		}
 		if err := emit(strconv.AppendInt(nil, int64(i), 10)); err != nil {
