@@ -51,7 +51,14 @@ func (h *tagged) Handle(rc *runtime.Context, payload []byte, emit func([]byte) e
 			return context.Cause(rc)
 		}
 		if rc.IsStopped() {
+			// A kill that lands after the IsKilled check above is a
+			// kill, not a stop (a killed context is stopped too).
 			h.mu.Lock()
+			if rc.IsKilled() {
+				h.killed[req.Tag] = context.Cause(rc)
+				h.mu.Unlock()
+				return context.Cause(rc)
+			}
 			h.stop[req.Tag] = true
 			h.mu.Unlock()
 			return nil

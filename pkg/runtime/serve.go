@@ -62,13 +62,20 @@ func (e *Endpoint) Serve(ctx context.Context, h Handler) error {
 	inst := Instance{Namespace: e.id.Namespace, Component: e.id.Component, Endpoint: e.id.Name, ID: rt.InstanceID(), Transport: transport}
 	s.record, _ = json.Marshal(inst)
 	s.key = InstanceKey(e.id, inst.ID)
+	// Served (for SetHealthy) before it is discoverable: a caller may
+	// find the instance and be answered before the next line runs. A
+	// SetHealthy meanwhile waits for the registration, then applies.
+	s.regMu.Lock()
+	rt.health.addServed(s)
 	if err := rt.store.Create(ctx, s.key, s.record); err != nil {
+		s.regMu.Unlock()
+		rt.health.removeServed(s)
 		rt.plane.stopServing(transport)
 		return fmt.Errorf("runtime: register %s: %w", e.id.Path(), err)
 	}
 	s.registered = true
 	rt.health.setEndpoint(e.id.Name, true)
-	rt.health.addServed(s)
+	s.regMu.Unlock()
 	rt.log.Info("runtime: serving endpoint", "endpoint", e.id.String(), "instance_id", fmt.Sprintf("%x", inst.ID), "transport", transport)
 
 	var result error
