@@ -144,18 +144,10 @@ func (f *frontend) promptIDs(t testing.TB, path string, req object) []uint32 {
 			continue
 		}
 		var ids []uint32
-		var wrapped struct {
-			Comment []string `json:"comment"`
+		if err := json.Unmarshal([]byte(ev.data), &ids); err != nil {
+			t.Fatalf("token_ids annotation %q: not a list of ids: %v", ev.data, err)
 		}
-		if err := json.Unmarshal([]byte(ev.data), &ids); err == nil {
-			return ids
-		}
-		if err := json.Unmarshal([]byte(ev.data), &wrapped); err == nil && len(wrapped.Comment) == 1 {
-			if err := json.Unmarshal([]byte(wrapped.Comment[0]), &ids); err == nil {
-				return ids
-			}
-		}
-		t.Fatalf("token_ids annotation %q: not a list of ids", ev.data)
+		return ids
 	}
 	t.Fatalf("POST %s: no token_ids annotation in %s", path, body)
 	return nil

@@ -60,8 +60,11 @@ func testTracing(t *testing.T, plane string) {
 		h := http.Header{"Traceparent": {"00-" + clientTrace + "-" + clientSpan + "-01"}}
 		s := r.mig.startStreamHeaders(t, chatPath, streamRequest(chatPath, "Trace me.", 3, 20), h)
 		s.finish(t, 30*time.Second)
+		// The worker's runtime.handle ends after its engine.generate and
+		// may be exported in a later batch: wait for every span asserted.
 		spans := otlp.WaitFor(t, 10*time.Second, func(all []testenv.Span) bool {
 			return len(testenv.Named(testenv.InTrace(all, clientTrace), "engine.generate")) == 1 &&
+				len(testenv.Named(testenv.InTrace(all, clientTrace), "runtime.handle")) == 1 &&
 				len(testenv.Named(testenv.InTrace(all, clientTrace), "POST "+chatPath)) == 1
 		})
 		tr := testenv.InTrace(spans, clientTrace)
