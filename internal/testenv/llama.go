@@ -210,9 +210,6 @@ func (s *LlamaServer) URL() string {
 	return s.url
 }
 
-// Log is what the server has logged so far.
-func (s *LlamaServer) Log() *Buffer { return s.log }
-
 // Kill sends SIGKILL and waits until the process is gone.
 func (s *LlamaServer) Kill() {
 	s.mu.Lock()
@@ -223,11 +220,4 @@ func (s *LlamaServer) Kill() {
 	}
 	_ = cmd.Process.Kill()
 	<-done
-}
-
-// Exited is closed when the current process has exited.
-func (s *LlamaServer) Exited() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.done
 }

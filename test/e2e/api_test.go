@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -268,4 +269,28 @@ func (f *frontend) get(t testing.TB, path string) (*http.Response, []byte) {
 		f.fatalf(t, "GET %s: reading the body: %v", path, err)
 	}
 	return resp, b
+}
+
+// openChatStream starts a streamed chat asking for maxTokens tokens of
+// the demo model, reads its first chunks data lines and returns the
+// response, whose Body the caller closes to hang up.
+func (f *frontend) openChatStream(t testing.TB, maxTokens, chunks int) *http.Response {
+	t.Helper()
+	body := fmt.Sprintf(`{"model":"demo","stream":true,"max_tokens":%d,"messages":[{"role":"user","content":"a long answer, please"}]}`, maxTokens)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.url+chatPath, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for n := 0; n < chunks && sc.Scan(); {
+		if strings.HasPrefix(sc.Text(), "data: ") {
+			n++
+		}
+	}
+	return resp
 }

@@ -135,22 +135,7 @@ func TestEngineBridge(t *testing.T) {
 	})
 
 	t.Run("a client's disconnect reaches the engine", func(t *testing.T) {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.url+chatPath,
-			strings.NewReader(`{"model":"demo","stream":true,"max_tokens":3000,"messages":[{"role":"user","content":"a long answer, please"}]}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := f.http.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(resp.Body)
-		for n := 0; n < 3 && sc.Scan(); {
-			if strings.HasPrefix(sc.Text(), "data: ") {
-				n++
-			}
-		}
+		resp := f.openChatStream(t, 3000, 3)
 		total := func() float64 { return engines[0].running(t) + engines[1].running(t) }
 		if total() != 1 {
 			t.Fatalf("engines run %v requests while the stream is open, want 1", total())

@@ -1,10 +1,10 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,7 +154,7 @@ func TestLlamaCppServes(t *testing.T) {
 				return object{"model": model, "temperature": 0, "max_tokens": 24, "prompt": "<|im_start|>user\nTokens, please.<|im_end|>\n"}
 			}
 			front, native := f.promptIDs(t, path, req("demo")), f.promptIDs(t, path, req("demo-q8_0"))
-			if !equalIDs(front, native) {
+			if !slices.Equal(front, native) {
 				t.Errorf("%s: the frontend's prompt %v, the engine's %v", path, front, native)
 			}
 			a, b := f.unary(t, path, req("demo")).text(), f.unary(t, path, req("demo-q8_0")).text()
@@ -171,22 +171,7 @@ func TestLlamaCppServes(t *testing.T) {
 	})
 
 	t.Run("a client's hang-up frees the engine's slot", func(t *testing.T) {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.url+chatPath,
-			strings.NewReader(`{"model":"demo","stream":true,"max_tokens":4000,"messages":[{"role":"user","content":"a long answer, please"}]}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := f.http.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(resp.Body)
-		for n := 0; n < 3 && sc.Scan(); {
-			if strings.HasPrefix(sc.Text(), "data: ") {
-				n++
-			}
-		}
+		resp := f.openChatStream(t, 4000, 3)
 		if n := slotsProcessing(t, e); n != 1 {
 			t.Fatalf("%d slots processing while the stream is open, want 1", n)
 		}
@@ -215,18 +200,6 @@ func withUsage(req object) object {
 		r[k] = v
 	}
 	return r
-}
-
-func equalIDs(a, b []uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // finishOf is a unary answer's first finish reason.
