@@ -272,11 +272,12 @@ func (f *frontend) get(t testing.TB, path string) (*http.Response, []byte) {
 }
 
 // openChatStream starts a streamed chat asking for maxTokens tokens of
-// the demo model, reads its first chunks data lines and returns the
-// response, whose Body the caller closes to hang up.
+// the demo model (ignore_eos: an engine sampling from random weights
+// must not end it early), reads its first chunks data lines and returns
+// the response, whose Body the caller closes to hang up.
 func (f *frontend) openChatStream(t testing.TB, maxTokens, chunks int) *http.Response {
 	t.Helper()
-	body := fmt.Sprintf(`{"model":"demo","stream":true,"max_tokens":%d,"messages":[{"role":"user","content":"a long answer, please"}]}`, maxTokens)
+	body := fmt.Sprintf(`{"model":"demo","stream":true,"max_tokens":%d,"ignore_eos":true,"messages":[{"role":"user","content":"a long answer, please"}]}`, maxTokens)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.url+chatPath, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
