@@ -3,12 +3,14 @@
 # run on this machine (file discovery, TCP request plane):
 #
 #   streams   K concurrent streams (closed loop) straight to llama-server's
-#             own /v1/chat/completions, then through frontend + cmd/worker
+#             own /v1/completions (API=chat: /v1/chat/completions), then
+#             through frontend + cmd/worker
 #             --engine llamacpp to the same engine, with the frontend's
 #             processing (the model's tokenizer.json: model NAME) and with
 #             the engine's (native: model NAME-native, no files): aggregate
 #             tokens/s and TTFT of each, and their differences (bench
-#             compare), in two rounds;
+#             compare), in ROUNDS rounds (2), each run with prompts
+#             of its own (no run finds another's in the engine's cache);
 #   routing   two llama-servers behind two workers, a shared-prefix
 #             workload through a round-robin frontend, then through a KV
 #             frontend (approximate: llama.cpp publishes no KV events),
@@ -38,6 +40,7 @@ ISL=${ISL:-128}
 THREADS=${THREADS:-1}
 API=${API:-completions}
 PREFIX_GROUPS=${PREFIX_GROUPS:-16}
+ROUNDS=${ROUNDS:-2}
 OUT=${OUT:-bench-out}
 mkdir -p bin "$OUT"
 go build -o bin/ ./cmd/frontend ./cmd/worker ./cmd/bench
@@ -133,26 +136,36 @@ if [ "$what" = streams ] || [ "$what" = all ]; then
 	engine streams
 	FRONTEND_WORKER=$([ -n "$src" ] && echo 1) stack 8300 round-robin "$url"
 	common=(--concurrency "$K" --requests "$REQUESTS" --warmup "$K" --isl "$ISL" --osl "$OSL" --api "$API")
+	# Every run sends prompts of its own (--seed): llama-server keeps
+	# prompts in its cache (the slots, --cache-ram), and a run that sent
+	# the prompts an earlier run sent would find them computed.
+	seed=0
+	next_seed() { seed=$((seed + 1)); }
 	# A short unreported run on each path first: the first requests after
 	# a start are slower (the model's pages, the processes' first
 	# allocations), which would count against whichever path went first.
 	for m in "$model" "$model-native"; do
 		[ "$m" = "$model" ] && [ -z "$src" ] && continue
-		bin/bench run --url http://127.0.0.1:8300 --model "$m" "${common[@]}" --requests $((4 * K)) --progress 0 >/dev/null
+		next_seed
+		bin/bench run --url http://127.0.0.1:8300 --model "$m" "${common[@]}" --seed "$seed" --requests $((4 * K)) --progress 0 >/dev/null
 	done
-	bin/bench run --url "$url" --model "$model" "${common[@]}" --requests $((4 * K)) --progress 0 >/dev/null
-	for round in 1 2; do
+	next_seed
+	bin/bench run --url "$url" --model "$model" "${common[@]}" --seed "$seed" --requests $((4 * K)) --progress 0 >/dev/null
+	for round in $(seq "$ROUNDS"); do
+		next_seed
 		echo "== round $round: $K streams straight to llama-server ($url)"
-		bin/bench run --url "$url" --model "$model" "${common[@]}" --label "engine-$round" --json "$OUT/llama-engine-$round.json" >"$OUT/llama-engine-$round.txt"
+		bin/bench run --url "$url" --model "$model" "${common[@]}" --seed "$seed" --label "engine-$round" --json "$OUT/llama-engine-$round.json" >"$OUT/llama-engine-$round.txt"
 		cat "$OUT/llama-engine-$round.txt"
 		if [ -n "$src" ]; then
+			next_seed
 			echo "== round $round: $K streams through frontend + worker (frontend processing) to the same engine"
-			bin/bench run --url http://127.0.0.1:8300 --model "$model" "${common[@]}" --label "stack-$round" --json "$OUT/llama-stack-$round.json" >"$OUT/llama-stack-$round.txt"
+			bin/bench run --url http://127.0.0.1:8300 --model "$model" "${common[@]}" --seed "$seed" --label "stack-$round" --json "$OUT/llama-stack-$round.json" >"$OUT/llama-stack-$round.txt"
 			cat "$OUT/llama-stack-$round.txt"
 			bin/bench compare "$OUT/llama-engine-$round.json" "$OUT/llama-stack-$round.json"
 		fi
+		next_seed
 		echo "== round $round: $K streams through frontend + worker (native processing) to the same engine"
-		bin/bench run --url http://127.0.0.1:8300 --model "$model-native" "${common[@]}" --label "native-$round" --json "$OUT/llama-native-$round.json" >"$OUT/llama-native-$round.txt"
+		bin/bench run --url http://127.0.0.1:8300 --model "$model-native" "${common[@]}" --seed "$seed" --label "native-$round" --json "$OUT/llama-native-$round.json" >"$OUT/llama-native-$round.txt"
 		cat "$OUT/llama-native-$round.txt"
 		bin/bench compare "$OUT/llama-engine-$round.json" "$OUT/llama-native-$round.json"
 	done

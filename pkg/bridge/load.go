@@ -70,11 +70,23 @@ func loadNamesOf(dialect string) loadNames {
 // dp_rank. A series without either is rank 0.
 var rankLabels = []string{"engine", "dp_rank"}
 
+// loadSink is a publisher that can tell that the loads it is given go
+// nowhere (the worker without an event plane).
+type loadSink interface {
+	PublishesLoad() bool
+}
+
 // startLoad polls the engine's /metrics every Config.LoadInterval until
 // ctx ends and publishes each rank's load when it changed; e.bg counts
-// the goroutine. e.mu is held.
+// the goroutine. A publisher whose loads go nowhere gets no poller: a
+// scrape is not free for the engine (llama-server answers /metrics from
+// its task queue, between decode steps). e.mu is held.
 func (e *Engine) startLoad(ctx context.Context, workerID uint64) {
 	pub := e.pub
+	if s, ok := pub.(loadSink); ok && !s.PublishesLoad() {
+		e.log.Info("bridge: the engine's /metrics is not polled: no event plane to publish its load on")
+		return
+	}
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()

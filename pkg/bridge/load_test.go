@@ -233,3 +233,33 @@ func TestHealthy(t *testing.T) {
 		})
 	}
 }
+
+// sinklessRecorder is a publisher whose loads go nowhere (a worker
+// without an event plane).
+type sinklessRecorder struct{ loadRecorder }
+
+func (*sinklessRecorder) PublishesLoad() bool { return false }
+
+// A publisher whose loads go nowhere gets no poller: the engine's
+// /metrics is never asked, and the start says so.
+func TestLoadIsNotPolledWithoutAnEventPlane(t *testing.T) {
+	srv := bridgetest.New(bridge.DialectVLLM, bridgetest.Options{})
+	t.Cleanup(srv.Close)
+	var log testenv.Buffer
+	e := newEngine(t, bridge.Config{Dialect: bridge.DialectVLLM, URL: srv.URL, StartTimeout: 5 * time.Second, KVBlockSize: 16,
+		LoadInterval: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	rec := &sinklessRecorder{}
+	e.SetEventPublisher(rec)
+	if _, err := e.Start(t.Context(), 7); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "not polled: no event plane") {
+		t.Errorf("the start does not say that /metrics is not polled:\n%s", log.String())
+	}
+	if err := e.Cleanup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.MetricsCalls(); n != 0 || rec.count() != 0 {
+		t.Errorf("%d scrapes and %d loads published without an event plane", n, rec.count())
+	}
+}

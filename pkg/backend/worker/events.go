@@ -57,6 +57,10 @@ func (p *eventPublisher) PublishLoad(ctx context.Context, _ int, metrics any) er
 	return p.publish(ctx, p.loadSubj, metrics)
 }
 
+// PublishesLoad reports whether loads published go anywhere: without an
+// event plane they are dropped, and an engine need not read them.
+func (p *eventPublisher) PublishesLoad() bool { return p.rt.HasEventPlane() }
+
 func (p *eventPublisher) publish(ctx context.Context, subject string, v any) error {
 	b, err := kvblock.Marshal(v)
 	if err != nil {
