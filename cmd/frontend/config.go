@@ -182,6 +182,7 @@ func (f *flags) httpConfig() (frontend.Config, error) {
 		OverloadStatus:    envInt("DYN_HTTP_OVERLOAD_STATUS_CODE", 503),
 		ForceIncludeUsage: f.set.EnvBool("DYN_ENABLE_FORCE_INCLUDE_USAGE", false),
 		DetachStreamsAt:   f.set.EnvInt("DYN_HTTP_DETACH_STREAMS_AT", 64),
+		AccessLog:         *f.accessLog,
 		Decode: openai.DecodeOptions{
 			AllowUnknownFields: f.set.EnvBool("DYN_IGNORE_OPENAI_FE_UNSUPPORTED_FIELDS", false),
 			DisableNvExt:       f.set.EnvBool("DYN_DISABLE_FRONTEND_NVEXT", false),

@@ -33,6 +33,7 @@ type flags struct {
 	tenantHeader                                  *string
 	queueTimeout, queueThreshold                  *float64
 	queuePolicy                                   *string
+	accessLog                                     *bool
 
 	apiKeys                                 secretList
 	apiKeyFile, authExempt, corsAllowedOrig *string
@@ -82,6 +83,8 @@ func register(s *envflag.Set) *flags {
 		apiKeyFile:      s.String("api-key-file", "", "file of API keys, one a line (blank lines and # comments skipped), for keys mounted as secrets; adds to --api-key", "DYN_API_KEY_FILE"),
 		authExempt:      s.String("api-key-exempt-paths", strings.Join(frontend.DefaultAuthExemptPaths, ","), "with API keys: paths served without a key, comma separated (a trailing * makes a prefix; none for no path)", "DYN_API_KEY_EXEMPT_PATHS"),
 		corsAllowedOrig: s.String("cors-allowed-origins", "", "origins (scheme://host[:port], or *) whose web pages may call the API, comma separated; empty sends no CORS headers", "DYN_CORS_ALLOWED_ORIGINS"),
+
+		accessLog: s.Bool("access-log", false, "log one info line per HTTP request when it ends, as proxies do: method, path, status, duration, bytes, client address; for /v1 requests also the request and trace ids, model and token counts", "DYN_HTTP_ACCESS_LOG"),
 	}
 	// The keys have their own flag type: an envflag default would print
 	// DYN_API_KEYS in --help.

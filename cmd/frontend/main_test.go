@@ -37,6 +37,27 @@ func TestFlagsAndEnv(t *testing.T) {
 	}
 }
 
+func TestAccessLogFlag(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		args []string
+		want bool
+	}{
+		{nil, nil, false},
+		{nil, []string{"--access-log"}, true},
+		{map[string]string{"DYN_HTTP_ACCESS_LOG": "1"}, nil, true},
+		{map[string]string{"DYN_HTTP_ACCESS_LOG": "true"}, []string{"--access-log=false"}, false},
+	} {
+		s, err := parse(c.env, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.http.AccessLog != c.want {
+			t.Errorf("env %v args %v: access log %v, want %v", c.env, c.args, s.http.AccessLog, c.want)
+		}
+	}
+}
+
 func TestKVFlags(t *testing.T) {
 	s, err := parse(map[string]string{"DYN_ROUTER_TEMPERATURE": "0.5"},
 		"--router-mode", "kv", "--kv-overlap-score-weight", "0", "--no-kv-events", "--router-ttl-secs", "30", "--no-track-active-blocks")
@@ -124,7 +145,7 @@ func TestHelpListsFlagsAndEnv(t *testing.T) {
 	}
 	for _, want := range []string{"-http-port", "(default 8000)", "-router-mode", "-migration-limit", "-discovery-backend", "DYN_HTTP_BODY_LIMIT_MB", "ETCD_ENDPOINTS",
 		"-api-key", "DYN_API_KEYS", "-api-key-file", "DYN_API_KEY_FILE", "-api-key-exempt-paths", "/health,/live,/metrics", "-cors-allowed-origins", "DYN_CORS_ALLOWED_ORIGINS",
-		"-enforce-disagg", "DYN_ENFORCE_DISAGG", "-router-conditional-disagg", "DYN_ROUTER_CONDITIONAL_DISAGG_EFF_ISL_THRESHOLD"} {
+		"-enforce-disagg", "DYN_ENFORCE_DISAGG", "-access-log", "DYN_HTTP_ACCESS_LOG", "-router-conditional-disagg", "DYN_ROUTER_CONDITIONAL_DISAGG_EFF_ISL_THRESHOLD"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}

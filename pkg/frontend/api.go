@@ -16,6 +16,7 @@ import (
 
 	"github.com/dynamo-go/dynamo/pkg/admission"
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/migration"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/openai"
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
@@ -186,6 +187,11 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 	ctx, span := s.startServerSpan(r, id)
 	sw := &statusWriter{ResponseWriter: w}
 	cleanup.push(func() { endServerSpan(span, sw) })
+	// The end line (and access line) when the request is over (reqlog.go).
+	lr := s.startReqLog(ctx, w, r, id, endpoint, sw)
+	if lr != nil {
+		cleanup.push(lr.end)
+	}
 	w, r = sw, r.WithContext(ctx)
 
 	body, err := s.readBody(w, r)
@@ -194,17 +200,17 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 		c, err = decode(body)
 	}
 	if err != nil {
-		s.refuse(w, r, id, UnknownModel, endpoint, false, err)
+		lr.refuse(UnknownModel, false, s.refuse(w, r, id, UnknownModel, endpoint, false, err))
 		return
 	}
 	m := s.models.Lookup(c.model)
 	if m == nil || !m.Serves(c.needs) {
-		s.refuse(w, r, id, UnknownModel, endpoint, c.stream, fmt.Errorf("%w: %s", ErrModelNotFound, c.model))
+		lr.refuse(UnknownModel, c.stream, s.refuse(w, r, id, UnknownModel, endpoint, c.stream, fmt.Errorf("%w: %s", ErrModelNotFound, c.model)))
 		return
 	}
 	release, err := s.tenants.acquire(s.tenants.tenantOf(r, len(s.cfg.APIKeys) > 0))
 	if err != nil {
-		s.refuseTenant(w, r, id, m, endpoint, c.stream, err)
+		lr.refuse(m.Name(), c.stream, s.refuseTenant(w, r, id, m, endpoint, c.stream, err))
 		return
 	}
 	cleanup.push(release)
@@ -212,7 +218,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 	g := s.metrics.Start(m.Name(), endpoint, c.stream)
 	cleanup.push(g.Finish)
 
-	x := &exchange{s: s, w: w, r: r, g: g, id: id, model: m.Name(), endpoint: endpoint, format: c.format}
+	x := &exchange{s: s, w: w, r: r, g: g, id: id, model: m.Name(), endpoint: endpoint, format: c.format, lr: lr, cachedTokens: -1}
 	detach := false
 	if c.stream {
 		n := s.streams.Add(1)
@@ -225,9 +231,13 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 		// by the stream's watcher instead (detach.go).
 		parent = context.WithoutCancel(parent)
 	}
+	if lr != nil && lr.debug {
+		parent = migration.WithCount(parent, &lr.migrations)
+	}
 	rc := runtime.NewContext(parent, id)
 	cleanup.push(rc.Release)
 	x.rc = rc
+	lr.admitted(x, c.stream)
 	x.startTimer()
 	cleanup.push(x.stopTimer)
 	x.wantWorker = c.wantWorker
@@ -248,8 +258,9 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 	}
 }
 
-// refuse answers a request that failed before reaching a model.
-func (s *Service) refuse(w http.ResponseWriter, r *http.Request, id, model, endpoint string, stream bool, err error) {
+// refuse answers a request that failed before reaching a model, and
+// returns the answer.
+func (s *Service) refuse(w http.ResponseWriter, r *http.Request, id, model, endpoint string, stream bool, err error) apiError {
 	g := s.metrics.Start(model, endpoint, stream)
 	defer g.Finish()
 	e := s.classify(err)
@@ -258,6 +269,7 @@ func (s *Service) refuse(w http.ResponseWriter, r *http.Request, id, model, endp
 		s.metrics.Rejected(model, endpoint)
 	}
 	s.reject(w, r, id, e)
+	return e
 }
 
 // refuseTenant answers a request of model m refused by its tenant's
@@ -265,13 +277,13 @@ func (s *Service) refuse(w http.ResponseWriter, r *http.Request, id, model, endp
 // Its Retry-After is when the tenant's oldest request is expected to
 // end, or the queue's wait estimate when the tenant's requests have no
 // duration to go by yet.
-func (s *Service) refuseTenant(w http.ResponseWriter, r *http.Request, id string, m *pipeline.Model, endpoint string, stream bool, err error) {
+func (s *Service) refuseTenant(w http.ResponseWriter, r *http.Request, id string, m *pipeline.Model, endpoint string, stream bool, err error) apiError {
 	queueEstimate := m.CountRefusal(admission.ReasonTenantLimit)
 	var tl *tenantLimitError
 	if errors.As(err, &tl) && tl.retryAfter == 0 {
 		tl.retryAfter = queueEstimate
 	}
-	s.refuse(w, r, id, m.Name(), endpoint, stream, err)
+	return s.refuse(w, r, id, m.Name(), endpoint, stream, err)
 }
 
 // reject logs a refused request once and writes its error body.
@@ -320,6 +332,15 @@ type exchange struct {
 	format     streamFormat // the call's; nil for chunks and [DONE]
 	// placement is where the latest output came from (nvext worker_id).
 	placement *backend.Placement
+
+	// What the end line reports (reqlog.go). The counts and errKind are
+	// kept whether or not it is on; the rest only when lr is set.
+	lr                             *reqLog // nil: no per-request lines
+	promptTokens, completionTokens int
+	cachedTokens                   int           // -1: not known
+	ttft                           time.Duration // 0: no token yet
+	finish                         string        // the latest finish reason
+	errKind                        string        // error_type of a failure
 }
 
 // startTimer arms the stream inactivity timeout, if configured.
@@ -344,9 +365,12 @@ func (x *exchange) stopTimer() {
 	}
 }
 
-// observe feeds a chunk's stats to the metrics.
+// observe feeds a chunk's stats to the metrics and the end line.
 func (x *exchange) observe(ev preprocessor.Event) {
 	x.touch()
+	if x.lr != nil {
+		x.lr.observe(x, ev)
+	}
 	st := ev.Stats
 	if st == nil {
 		return
@@ -354,17 +378,32 @@ func (x *exchange) observe(ev preprocessor.Event) {
 	if st.Placement != nil {
 		x.placement = st.Placement
 	}
+	x.promptTokens = st.PromptTokens
 	if st.Tokens > 0 {
+		x.completionTokens += st.Tokens
 		if !x.firstToken {
 			x.firstToken = true
 			x.g.FirstToken(st.PromptTokens)
+			if x.lr != nil {
+				x.ttft = time.Since(x.lr.start)
+			}
 		}
 		x.g.Chunk(st.Tokens)
 	}
-	if st.CachedTokens != nil && !x.cached {
-		x.cached = true
-		x.g.Cached(*st.CachedTokens)
+	if st.CachedTokens != nil {
+		x.cachedTokens = *st.CachedTokens
+		if !x.cached {
+			x.cached = true
+			x.g.Cached(*st.CachedTokens)
+		}
 	}
+}
+
+// cancelled records that the client went away while its answer was
+// written.
+func (x *exchange) cancelled() {
+	x.errKind = ErrCancelled
+	x.g.Cancelled()
 }
 
 // failure turns a run error into what the client and the metrics see.
@@ -398,6 +437,7 @@ func (x *exchange) unary(c *call, m *pipeline.Model) {
 // fail records and reports an error; committed says whether the SSE
 // stream already started.
 func (x *exchange) fail(e apiError, committed bool) {
+	x.errKind = e.kind
 	if e.kind == ErrCancelled {
 		x.g.Cancelled()
 		x.s.log.InfoContext(x.rc, "frontend: client disconnected; request killed", "request_id", x.id, "model", x.model)

@@ -49,6 +49,11 @@ type Config struct {
 	ForceIncludeUsage bool
 	// Decode controls request decoding (unknown fields, nvext).
 	Decode openai.DecodeOptions
+	// AccessLog writes one info line per HTTP request when it ends, as
+	// proxies do (reqlog.go): method, path, status, duration, bytes,
+	// client address and, for the /v1 requests, the request id, model
+	// and token counts. Off by default.
+	AccessLog bool
 
 	// APIKeys, when any are given, are the keys a client must present as
 	// "Authorization: Bearer <key>"; other requests get 401 (auth.go).

@@ -4,8 +4,9 @@
 // (optional API keys, auth.go; CORS, cors.go); request decoding and the
 // request context; the mapping of every error to one HTTP status
 // and OpenAI error body (classify; only the 401 of a missing or wrong key
-// is auth's own, in the nested form OpenAI gives it); and the HTTP
-// layer's metrics.
+// is auth's own, in the nested form OpenAI gives it); the HTTP layer's
+// metrics; and its per-request log lines (reqlog.go: admitted and ended
+// at debug level, the optional access log at info).
 //
 // It does not know how a model is served: it asks the model registry
 // (*pipeline.Registry, through the small models interface) for a model by

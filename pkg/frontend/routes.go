@@ -13,12 +13,18 @@ import (
 )
 
 // routes builds the chi router. Panics are recovered outermost; then
-// access control: CORS (so a preflight needs no key, and a 401 reaches
-// the page), then the API key.
+// the access log (Config.AccessLog: it sees every request, refused ones
+// too); then access control: CORS (so a preflight needs no key, and a
+// 401 reaches the page), then the API key.
 func (s *Service) routes(metrics http.Handler) http.Handler {
 	r := chi.NewRouter()
+	var access func(http.Handler) http.Handler
+	if s.cfg.AccessLog {
+		access = s.accessLog
+	}
 	for _, mw := range []func(http.Handler) http.Handler{
 		recoverPanics(s.log),
+		access,
 		newCORS(s.cfg.CORSAllowedOrigins),
 		newAuth(s.cfg.APIKeys, s.cfg.AuthExemptPaths, s.log),
 	} {

@@ -102,7 +102,7 @@ func (x *exchange) query(c *call, m *pipeline.Model) {
 	startSSE(x.w)
 	for _, ev := range []preprocessor.Event{{Name: "worker_instance_id", Data: info}, {Name: "token_data", Data: prep.Request.TokenIDs}} {
 		if err := openai.WriteSSE(x.w, ev.Name, ev.Data); err != nil {
-			x.g.Cancelled()
+			x.cancelled()
 			return
 		}
 	}

@@ -111,6 +111,13 @@ func startRuntime(t *testing.T, mem *discovery.MemSpace) *runtime.DistributedRun
 // in-process discovery; models configures how the models are routed.
 func newStack(t *testing.T, cfg Config, models pipeline.Config) *stack {
 	t.Helper()
+	return newStackWith(t, cfg, models, Deps{})
+}
+
+// newStackWith is newStack with the service's logger and tracer provider
+// taken from deps.
+func newStackWith(t *testing.T, cfg Config, models pipeline.Config, deps Deps) *stack {
+	t.Helper()
 	s := &stack{mem: discovery.NewMemSpace(), reg: prometheus.NewRegistry(), workers: map[string]context.CancelFunc{}, done: map[string]chan error{}}
 	if len(cfg.APIKeys) > 0 {
 		s.key = cfg.APIKeys[0]
@@ -125,7 +132,7 @@ func newStack(t *testing.T, cfg Config, models pipeline.Config) *stack {
 		t.Fatal(err)
 	}
 	cfg.ShutdownGrace = -1
-	svc, err := New(cfg, Deps{Models: reg, Registry: s.reg, Metrics: met})
+	svc, err := New(cfg, Deps{Models: reg, Registry: s.reg, Metrics: met, Logger: deps.Logger, TracerProvider: deps.TracerProvider})
 	if err != nil {
 		t.Fatal(err)
 	}

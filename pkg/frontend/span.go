@@ -38,11 +38,13 @@ func endServerSpan(span trace.Span, w *statusWriter) {
 	span.End()
 }
 
-// statusWriter remembers the status code a handler sent. Unwrap lets
+// statusWriter remembers the status code a handler sent and counts the
+// body bytes written (the access log's). Unwrap lets
 // http.ResponseController reach the connection's flush and deadlines.
 type statusWriter struct {
 	http.ResponseWriter
-	code int
+	code  int
+	bytes int64
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -56,7 +58,9 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.code == 0 {
 		w.code = http.StatusOK
 	}
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
 }
 
 // Unwrap returns the wrapped writer (for http.ResponseController).

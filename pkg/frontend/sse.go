@@ -122,14 +122,14 @@ func (x *exchange) stream(c *call, m *pipeline.Model) {
 	}
 	if c.format != nil {
 		if writeEvents(buf, c.format.finish()) != nil {
-			x.g.Cancelled()
+			x.cancelled()
 			return
 		}
 	} else {
 		buf.WriteString(openai.SSEDone)
 	}
 	if broken || flush() != nil {
-		x.g.Cancelled()
+		x.cancelled()
 		return
 	}
 	x.g.OK()

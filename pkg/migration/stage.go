@@ -208,6 +208,9 @@ func (a *attempt) once() error {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: a.prevSpan}),
 			trace.WithAttributes(attribute.String("migration.type", a.failKind), attribute.Int("migration.replayed_tokens", a.generated)))
 	}
+	if a.number > 1 {
+		countMigration(a.ctx)
+	}
 	ctx, span := a.s.tracer.Start(a.ctx, "migration.attempt", opts...)
 	defer span.End()
 	a.prevSpan = span.SpanContext()

@@ -41,6 +41,7 @@ func (w *server) handle(rc *runtime.Context, payload []byte, emit func([]byte) e
 	}
 	err := w.generate(ctx, rc, &req, send)
 	es.end(rc, err)
+	w.logEnd(ctx, rc, &req, es, err)
 	if errors.Is(err, backend.ErrDropStream) {
 		// Fault injection: end like a crashed worker, without the final marker.
 		w.log.WarnContext(rc, "worker: dropping the response stream (fault injection)", "request_id", rc.ID())

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -17,10 +18,12 @@ import (
 
 // engineSpan is a request's engine.generate span and what it records.
 // With the span not recording (export off), only the link on the first
-// output is kept: no per-token time is taken.
+// output is kept: no per-token time is taken (but the first token's,
+// for the debug end line, when that is on).
 type engineSpan struct {
 	span      trace.Span
 	recording bool
+	timed     bool // take the first token's time: recording, or the end line is on
 	start     time.Time
 	first     time.Time // first token
 	last      time.Time // latest token
@@ -47,7 +50,8 @@ func (w *server) startEngineSpan(ctx context.Context, req *backend.Request) (con
 		}
 	}
 	ctx, span := w.tracer.Start(ctx, "engine.generate", opts...)
-	return ctx, &engineSpan{span: span, recording: span.IsRecording(), start: time.Now()}
+	rec := span.IsRecording()
+	return ctx, &engineSpan{span: span, recording: rec, timed: rec || w.log.Enabled(ctx, slog.LevelDebug), start: time.Now()}
 }
 
 // output notes one output on its way to the caller; the first carries the
@@ -61,14 +65,14 @@ func (s *engineSpan) output(o *backend.Output) {
 		s.finish = o.FinishReason
 	}
 	n := len(o.TokenIDs)
-	if !s.recording || n == 0 {
+	if !s.timed || n == 0 {
 		s.tokens += n
 		return
 	}
 	now := time.Now()
 	if s.tokens == 0 {
 		s.first = now
-	} else {
+	} else if s.recording {
 		gap := float64(now.Sub(s.last)) / float64(time.Millisecond) / float64(n)
 		for range n {
 			s.itl = append(s.itl, gap)
@@ -126,6 +130,41 @@ func errorKind(err error, finish *backend.FinishReason) string {
 		return "engine_error"
 	}
 	return ""
+}
+
+// logEnd writes the request's end line at debug level, with ctx (the
+// engine span's, on the request's Context): trace_id and span_id of the
+// engine.generate span, and x_request_id, the id the frontend gave the
+// request (it travels as the runtime Context's id). Call it after end.
+func (w *server) logEnd(ctx context.Context, rc *runtime.Context, req *backend.Request, s *engineSpan, err error) {
+	if !w.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 14)
+	attrs = append(attrs, slog.String("model", req.Model), slog.Int("prompt_tokens", len(req.TokenIDs)))
+	if req.MigratedTokens > 0 {
+		attrs = append(attrs, slog.Int("migrated_tokens", req.MigratedTokens))
+	}
+	attrs = append(attrs, slog.Int("completion_tokens", s.tokens))
+	if s.finish != nil {
+		attrs = append(attrs, slog.String("finish_reason", string(s.finish.Kind)))
+	}
+	if s.tokens > 0 && !s.first.IsZero() {
+		attrs = append(attrs, slog.Float64("ttft_ms", ms(s.first.Sub(s.start).Round(time.Microsecond))))
+	}
+	killed := rc.IsKilled()
+	attrs = append(attrs, slog.Float64("duration_ms", ms(time.Since(s.start).Round(time.Microsecond))),
+		slog.Bool("stopped", rc.IsStopped() && !killed), slog.Bool("killed", killed))
+	if kind := errorKind(err, s.finish); kind != "" {
+		attrs = append(attrs, slog.String("error_kind", kind))
+		if err != nil {
+			attrs = append(attrs, slog.String("error", err.Error()))
+		}
+	}
+	if w.cfg.DisaggregationMode != "" && w.cfg.DisaggregationMode != ModeAggregated {
+		attrs = append(attrs, slog.String("disagg_role", w.cfg.DisaggregationMode))
+	}
+	w.log.LogAttrs(ctx, slog.LevelDebug, "worker: request ended", attrs...)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
