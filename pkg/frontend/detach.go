@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
@@ -81,7 +80,7 @@ func (x *exchange) detach(r *http.Request, gone func()) bool {
 		x.s.log.DebugContext(x.rc, "frontend: stream keeps its handler", "request_id", x.id, "error", err)
 		return false
 	}
-	d := &detachedStream{conn: conn, resp: &rawResponse{conn: conn, header: header, close: r.Close}}
+	d := &detachedStream{conn: conn, resp: &rawResponse{conn: conn, header: header, close: r.Close, closing: x.s.shuttingDown.Load}}
 	if n := brw.Reader.Buffered(); n > 0 {
 		b, _ := brw.Reader.Peek(n)
 		d.pending = append([]byte(nil), b...)
@@ -126,7 +125,8 @@ func (x *exchange) runDetached(c *call, m *pipeline.Model, cleanup reqCleanup) {
 
 // finish ends the response (its last chunk, when ok says it is whole),
 // stops watching the client and gives the connection back to s for the
-// client's next request, or closes it.
+// client's next request (the queue keeps it as net/http keeps an idle
+// connection), or closes it.
 func (d *detachedStream) finish(s *Service, ok bool) {
 	_ = d.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	ok = ok && d.resp.end() == nil
@@ -136,13 +136,7 @@ func (d *detachedStream) finish(s *Service, ok bool) {
 		return
 	}
 	_ = d.conn.SetDeadline(time.Time{})
-	var c net.Conn = d.conn
-	if pending := append(d.pending, more...); len(pending) > 0 {
-		c = &pendingConn{Conn: c, pending: pending}
-	}
-	if !s.returned.put(c) {
-		_ = d.conn.Close()
-	}
+	s.returned.giveBack(d.conn, append(d.pending, more...))
 }
 
 // rawResponse writes an HTTP/1.1 response straight to a taken-over
@@ -155,8 +149,12 @@ type rawResponse struct {
 	header http.Header
 	status int  // WriteHeader's; 0: 200
 	sent   bool // the status line and headers are out
-	close  bool // the client asked to close the connection after this
-	err    error
+	close  bool // the connection closes after this response
+	// closing reports whether the server is shutting down: a response
+	// whose headers go out then says it closes the connection, as
+	// net/http's do (nil: never).
+	closing func() bool
+	err     error
 	// size, vec and bufs hold a chunk's framing for writev, kept here so
 	// that a write allocates nothing.
 	size [20]byte
@@ -258,86 +256,15 @@ func (w *rawResponse) head(b *bytes.Buffer) {
 	}
 	h.Del("Content-Length")
 	h.Set("Transfer-Encoding", "chunked")
+	if !w.close && w.closing != nil && w.closing() {
+		w.close = true
+	}
 	if w.close {
 		h.Set("Connection", "close")
 	}
 	_ = h.Write(b)
 	b.Write(crlf)
 }
-
-// pendingConn is a connection whose first reads return bytes the client
-// sent while its previous answer streamed.
-type pendingConn struct {
-	net.Conn
-	pending []byte
-}
-
-func (c *pendingConn) Read(p []byte) (int, error) {
-	if len(c.pending) > 0 {
-		n := copy(p, c.pending)
-		c.pending = c.pending[n:]
-		return n, nil
-	}
-	return c.Conn.Read(p)
-}
-
-// connQueue is the listener through which taken-over connections go back
-// to the HTTP server after their stream: Run serves it beside the real
-// listener, and the server closes it when it shuts down.
-type connQueue struct {
-	addr  net.Addr
-	conns chan net.Conn
-	once  sync.Once
-	done  chan struct{}
-}
-
-func newConnQueue(addr net.Addr) *connQueue {
-	return &connQueue{addr: addr, conns: make(chan net.Conn, 256), done: make(chan struct{})}
-}
-
-// put hands c to the server; false if the queue is closed or full.
-func (q *connQueue) put(c net.Conn) bool {
-	select {
-	case <-q.done:
-		return false
-	default:
-	}
-	select {
-	case q.conns <- c:
-		return true
-	default:
-		return false
-	}
-}
-
-// Accept returns the next connection given back.
-func (q *connQueue) Accept() (net.Conn, error) {
-	select {
-	case c := <-q.conns:
-		return c, nil
-	case <-q.done:
-		return nil, net.ErrClosed
-	}
-}
-
-// Close stops Accept and closes the connections not taken yet.
-func (q *connQueue) Close() error {
-	q.once.Do(func() {
-		close(q.done)
-		for {
-			select {
-			case c := <-q.conns:
-				_ = c.Close()
-			default:
-				return
-			}
-		}
-	})
-	return nil
-}
-
-// Addr is the real listener's address.
-func (q *connQueue) Addr() net.Addr { return q.addr }
 
 // reqCleanup is the stack of what a request undoes when it ends: when its
 // handler returns, or, for a stream that took its connection over, when

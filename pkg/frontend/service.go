@@ -105,8 +105,8 @@ func (s *Service) Run(ctx context.Context, ln net.Listener, tlsCert, tlsKey stri
 	newServer := func() *http.Server {
 		return &http.Server{
 			Handler:           s.handler,
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       120 * time.Second,
+			ReadHeaderTimeout: readHeaderTimeout,
+			IdleTimeout:       idleTimeout,
 			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		}
 	}
