@@ -2,6 +2,7 @@
 // endpoints, plus the bare baseline server its numbers are compared with.
 //
 //	bench run --url http://localhost:8000 --model NAME --rate 500 --requests 5000 --json stack.json
+//	bench run --url http://localhost:8000 --model NAME --workload multi-turn --turns 30 --history-len 60000 --concurrency 8 --requests 3000 --watch-pid PID
 //	bench baseline --addr 127.0.0.1:8100
 //	bench compare baseline.json stack.json
 //	bench otlp-sink --addr 127.0.0.1:4317

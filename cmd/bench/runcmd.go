@@ -20,6 +20,7 @@ type runFlags struct {
 	url, model, api, workload    *string
 	isl, osl                     *int
 	groups, prefixLen, suffixLen *int
+	turns, historyLen, turnLen   *int
 	concurrency, maxInflight     *int
 	rate                         *float64
 	requests, warmup             *int
@@ -58,13 +59,16 @@ func newRunFlags(stderr io.Writer) *runFlags {
 		url:              fs.String("url", d.URL, "base URL of the OpenAI-compatible server"),
 		model:            fs.String("model", "", "model name to send (required)"),
 		api:              fs.String("api", string(d.API), "endpoint: chat (/v1/chat/completions) or completions (/v1/completions)"),
-		workload:         fs.String("workload", string(d.Workload), "prompts: synthetic (unique, --isl words) or shared-prefix (--groups prefixes of --prefix-len words + unique --suffix-len words)"),
+		workload:         fs.String("workload", string(d.Workload), "prompts: synthetic (unique, --isl words), shared-prefix (--groups prefixes of --prefix-len words + unique --suffix-len words) or multi-turn (chat conversations of --turns turns, each re-sending the history with the answers so far; --requests and --warmup count turns)"),
 		isl:              fs.Int("isl", d.ISL, "synthetic prompt length in words (≈ tokens: one short common word each)"),
 		osl:              fs.Int("osl", d.OSL, "output tokens per request (max_tokens, with ignore_eos)"),
 		groups:           fs.Int("groups", d.Groups, "shared-prefix: number of prefix groups"),
 		prefixLen:        fs.Int("prefix-len", d.PrefixLen, "shared-prefix: prefix length in words"),
 		suffixLen:        fs.Int("suffix-len", d.SuffixLen, "shared-prefix: unique suffix length in words"),
-		concurrency:      fs.Int("concurrency", d.Concurrency, "closed loop: this many workers, each sending its next request when the last ends (not with --rate)"),
+		turns:            fs.Int("turns", d.Turns, "multi-turn: turns per conversation"),
+		historyLen:       fs.Int("history-len", d.HistoryLen, "multi-turn: words of a conversation's messages at its last turn, answers counted as --osl words (the first user message carries what the turns do not)"),
+		turnLen:          fs.Int("turn-len", d.TurnLen, "multi-turn: words of each new user message (the first has at least as many)"),
+		concurrency:      fs.Int("concurrency", d.Concurrency, "closed loop: this many workers, each sending its next request when the last ends (not with --rate); multi-turn: conversations in flight"),
 		rate:             fs.Float64("rate", 0, "open loop: Poisson arrivals at this many requests/s (0 = use --concurrency)"),
 		maxInflight:      fs.Int("max-inflight", d.MaxInflight, "open loop: cap on outstanding requests; later arrivals wait"),
 		requests:         fs.Int("requests", d.Requests, "measured requests, after the warmup (0 = until --duration)"),
@@ -92,6 +96,7 @@ func (f *runFlags) config(log *slog.Logger) (loadgen.Config, error) {
 	c.API, c.Workload = loadgen.API(*f.api), loadgen.Workload(*f.workload)
 	c.ISL, c.OSL = *f.isl, *f.osl
 	c.Groups, c.PrefixLen, c.SuffixLen = *f.groups, *f.prefixLen, *f.suffixLen
+	c.Turns, c.HistoryLen, c.TurnLen = *f.turns, *f.historyLen, *f.turnLen
 	c.Concurrency, c.Rate, c.MaxInflight = *f.concurrency, *f.rate, *f.maxInflight
 	c.Requests, c.Duration, c.Warmup = *f.requests, *f.duration, *f.warmup
 	c.Timeout, c.ConnectTimeout, c.SLOTTFT = *f.timeout, *f.connect, *f.sloTTFT

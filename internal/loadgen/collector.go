@@ -24,6 +24,7 @@ type collector struct {
 	status, refusedStatus                                               map[int]int
 	samples                                                             []string
 	firstLaunch, lastLaunch, lastEnd                                    time.Time
+	turns                                                               *turnCollector // multi-turn only
 }
 
 func newCollector(slo time.Duration) *collector {
@@ -41,9 +42,23 @@ func (c *collector) launch(t time.Time) {
 	c.lastLaunch = t
 }
 
+// byTurn makes c keep statistics by turn number too, for conversations
+// of turns turns (call before the run).
+func (c *collector) byTurn(turns int) {
+	c.turns = newTurnCollector(turns)
+}
+
+// conversationEnded counts a conversation with a measured turn that
+// ended as end.
+func (c *collector) conversationEnded(end conversationEnd) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.turns.ended(end)
+}
+
 // record adds the outcome of a measured request whose prompt had
-// promptWords words.
-func (c *collector) record(o outcome, promptWords int) {
+// promptWords words; turn is its conversation turn (from 1), or 0.
+func (c *collector) record(o outcome, promptWords, turn int) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -80,6 +95,7 @@ func (c *collector) record(o outcome, promptWords int) {
 	}
 	c.outTokens += int64(out)
 	c.inTokens += int64(in)
+	c.turns.record(turn, o, in)
 	e2e := o.end.Sub(o.start)
 	c.e2e = append(c.e2e, e2e)
 	if o.hasContent {
@@ -139,6 +155,7 @@ func (c *collector) report() *Report {
 		r.Errors[k] = n
 	}
 	r.HTTPStatus, r.RefusedStatus = byStatus(c.status), byStatus(c.refusedStatus)
+	r.Turns, r.Conversations = c.turns.report()
 	r.RetriedIdleConn = c.retried
 	if c.launched > 0 {
 		r.StartedAt = c.firstLaunch

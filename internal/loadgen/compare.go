@@ -9,7 +9,10 @@ import (
 
 // WriteCompare writes reports a and b side by side with the difference
 // b − a and the ratio b / a of every number: pass the baseline as a and
-// the system under test as b to read the stack's overhead.
+// the system under test as b to read the stack's overhead. The watched
+// processes' CPU per request is compared where both reports have a
+// process in the same place (Config.WatchPIDs order), and a multi-turn run's
+// TTFT by turn where both have the turn.
 func WriteCompare(w io.Writer, a, b *Report, nameA, nameB string) error {
 	var out strings.Builder
 	fmt.Fprintf(&out, "a = %s\nb = %s\n\n", nameA, nameB)
@@ -42,9 +45,34 @@ func WriteCompare(w io.Writer, a, b *Report, nameA, nameB string) error {
 		row(m.name+" p99 ms", m.x.P99, m.y.P99)
 		row(m.name+" max ms", m.x.Max, m.y.Max)
 	}
+	for i := range min(len(a.Processes), len(b.Processes)) {
+		pa, pb := a.Processes[i], b.Processes[i]
+		name := pa.Name
+		if pb.Name != pa.Name {
+			name += "/" + pb.Name
+		}
+		row(fmt.Sprintf("process %d (%s) CPU ms per completed %s", i+1, name, unit(b)), pa.CPUPerRequestMS, pb.CPUPerRequestMS)
+	}
+	turnsB := map[[2]int]TurnStats{}
+	for _, t := range b.Turns {
+		turnsB[[2]int{t.Turn, t.LastTurn}] = t
+	}
+	for _, ta := range a.Turns {
+		if tb, ok := turnsB[[2]int{ta.Turn, ta.LastTurn}]; ok {
+			row("turn "+ta.turns()+" TTFT p50 ms", ta.TTFT.P50, tb.TTFT.P50)
+		}
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, out.String())
 	return err
+}
+
+// unit names what r's requests are: turns in a multi-turn run.
+func unit(r *Report) string {
+	if r.Config.Workload == WorkloadMultiTurn {
+		return "turn"
+	}
+	return "request"
 }

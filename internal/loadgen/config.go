@@ -28,6 +28,11 @@ const (
 	// WorkloadSharedPrefix sends a group's fixed prefix plus a unique
 	// suffix, the group chosen uniformly at random per request.
 	WorkloadSharedPrefix Workload = "shared-prefix"
+	// WorkloadMultiTurn sends conversations of Config.Turns turns (chat
+	// only): every turn re-sends the whole history, the earlier answers
+	// as assistant messages, plus a new user message, as chat clients do
+	// (see Config.Turns).
+	WorkloadMultiTurn Workload = "multi-turn"
 )
 
 // ErrInvalidConfig is matched (errors.Is) by every error Validate returns.
@@ -54,6 +59,16 @@ type Config struct {
 	// Groups, PrefixLen and SuffixLen shape the shared-prefix workload
 	// (prefix and suffix in words).
 	Groups, PrefixLen, SuffixLen int
+	// Turns, HistoryLen and TurnLen shape the multi-turn workload: each
+	// conversation has Turns turns, each turn's new user message TurnLen
+	// words, and the first user message enough words that the last
+	// turn's messages hold about HistoryLen words (answers counted as OSL
+	// words): HistoryLen − (Turns−1)·(TurnLen+OSL), at least TurnLen.
+	// Concurrency conversations are in flight, each sending its next turn
+	// when the previous answer ended and replaced, when it ends, by a new
+	// one; Requests and Warmup count turns. A failed or refused turn ends
+	// its conversation.
+	Turns, HistoryLen, TurnLen int
 
 	// Concurrency is the number of closed-loop workers, each sending its
 	// next request when the previous one ends. Used when Rate is 0.
@@ -124,6 +139,9 @@ func DefaultConfig() Config {
 		Groups:         20,
 		PrefixLen:      4000,
 		SuffixLen:      1000,
+		Turns:          30,
+		HistoryLen:     60000,
+		TurnLen:        200,
 		Concurrency:    8,
 		MaxInflight:    2000,
 		Requests:       1000,
@@ -165,8 +183,24 @@ func (c *Config) Validate() error {
 		if c.SuffixLen < 1 {
 			bad("suffix-len %d: want at least 1 (it carries the request number)", c.SuffixLen)
 		}
+	case WorkloadMultiTurn:
+		if c.API != APIChat {
+			bad("workload %s: api %q: want %q (a conversation is a list of messages)", c.Workload, c.API, APIChat)
+		}
+		if c.Rate != 0 {
+			bad("workload %s: rate %g: conversations run closed loop (each turn is sent when the last answer ended): set concurrency instead", c.Workload, c.Rate)
+		}
+		if c.Turns < 1 {
+			bad("turns %d: want at least 1", c.Turns)
+		}
+		if c.TurnLen < 1 {
+			bad("turn-len %d: want at least 1", c.TurnLen)
+		}
+		if c.HistoryLen < 0 {
+			bad("history-len %d: want 0 or more", c.HistoryLen)
+		}
 	default:
-		bad("workload %q: want %q or %q", c.Workload, WorkloadSynthetic, WorkloadSharedPrefix)
+		bad("workload %q: want %q, %q or %q", c.Workload, WorkloadSynthetic, WorkloadSharedPrefix, WorkloadMultiTurn)
 	}
 	if c.OSL < 1 {
 		bad("osl %d: want at least 1", c.OSL)
@@ -202,6 +236,12 @@ func (c *Config) endpoint() string {
 		return base + "/v1/completions"
 	}
 	return base + "/v1/chat/completions"
+}
+
+// firstLen is the word count of a conversation's first user message in
+// the multi-turn workload.
+func (c *Config) firstLen() int {
+	return max(c.TurnLen, c.HistoryLen-(c.Turns-1)*(c.TurnLen+c.OSL))
 }
 
 // conns is the number of connections the run can use at once.

@@ -11,6 +11,11 @@
 // load generator plus HTTP, and the difference to a run against the
 // serving stack is the stack's own overhead.
 //
+// The workloads (Config.Workload) are unique synthetic prompts, prompts
+// that share a prefix within groups, and multi-turn chat conversations
+// whose every turn re-sends the history with the answers received so far
+// (Report.Turns gives TTFT and prompt tokens by turn).
+//
 // A request sent on a pooled keep-alive connection that the server had
 // closed (net/http's "server closed idle connection": the server never
 // got it) is sent once more on a new connection and counted

@@ -87,6 +87,14 @@ type Report struct {
 	E2E  Summary `json:"e2e_ms"`
 	// Refusal is send to the refusal's answer, of refused requests.
 	Refusal Summary `json:"refusal_ms"`
+
+	// Turns is the multi-turn workload's table by turn number, completed
+	// turns only (every request is a turn there, and the counts, times
+	// and the processes' CPU per completed request above are per turn).
+	Turns []TurnStats `json:"turns,omitempty"`
+	// Conversations counts how the multi-turn workload's conversations
+	// ended.
+	Conversations *ConversationStats `json:"conversations,omitempty"`
 }
 
 // RunConfig is the configuration recorded in a report; the fields mirror
@@ -102,6 +110,10 @@ type RunConfig struct {
 	Groups      int      `json:"groups,omitempty"`
 	PrefixLen   int      `json:"prefix_len,omitempty"`
 	SuffixLen   int      `json:"suffix_len,omitempty"`
+	Turns       int      `json:"turns,omitempty"`
+	HistoryLen  int      `json:"history_len,omitempty"`
+	TurnLen     int      `json:"turn_len,omitempty"`
+	FirstLen    int      `json:"first_len,omitempty"` // multi-turn: words of the first user message
 	Arrival     string   `json:"arrival"`
 	Concurrency int      `json:"concurrency,omitempty"`
 	// IgnoreRetryAfter: closed-loop workers retried at once after a
@@ -126,9 +138,12 @@ func (c *Config) record() RunConfig {
 	if c.SLOTTFT > 0 {
 		rc.SLOTTFT = c.SLOTTFT.String()
 	}
-	if c.Workload == WorkloadSharedPrefix {
+	switch c.Workload {
+	case WorkloadSharedPrefix:
 		rc.Groups, rc.PrefixLen, rc.SuffixLen = c.Groups, c.PrefixLen, c.SuffixLen
-	} else {
+	case WorkloadMultiTurn:
+		rc.Turns, rc.HistoryLen, rc.TurnLen, rc.FirstLen = c.Turns, c.HistoryLen, c.TurnLen, c.firstLen()
+	default:
 		rc.ISL = c.ISL
 	}
 	if c.Rate > 0 {
@@ -174,12 +189,17 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Interrupted {
 		b.WriteString("INTERRUPTED: partial results\n")
 	}
-	fmt.Fprintf(&b, "requests:   %d completed, %d refused, %d failed, %d cancelled of %d launched in %.3f s (throttled %d, usage missing %d, retried (idle conn closed) %d)\n",
-		r.Completed, r.Refused, r.Failed, r.Cancelled, r.Launched, r.DurationS, r.Throttled, r.UsageMissing, r.RetriedIdleConn)
-	fmt.Fprintf(&b, "throughput: %.2f req/s, %.1f output tok/s, %.1f input tok/s; achieved arrival rate %.2f req/s\n",
-		r.RequestThroughput, r.OutputTokenThroughput, r.InputTokenThroughput, r.ArrivalRate)
+	// A multi-turn run's requests are its conversations' turns.
+	label, per, rate := "requests:  ", "request", "req/s"
+	if c.Workload == WorkloadMultiTurn {
+		label, per, rate = "turns:     ", "turn", "turns/s"
+	}
+	fmt.Fprintf(&b, "%s %d completed, %d refused, %d failed, %d cancelled of %d launched in %.3f s (throttled %d, usage missing %d, retried (idle conn closed) %d)\n",
+		label, r.Completed, r.Refused, r.Failed, r.Cancelled, r.Launched, r.DurationS, r.Throttled, r.UsageMissing, r.RetriedIdleConn)
+	fmt.Fprintf(&b, "throughput: %.2f %s, %.1f output tok/s, %.1f input tok/s; achieved arrival rate %.2f %s\n",
+		r.RequestThroughput, rate, r.OutputTokenThroughput, r.InputTokenThroughput, r.ArrivalRate, rate)
 	if c.SLOTTFT != "" {
-		fmt.Fprintf(&b, "goodput:    %.2f req/s: %d completed with TTFT within %s\n", r.Goodput, r.WithinSLO, c.SLOTTFT)
+		fmt.Fprintf(&b, "goodput:    %.2f %s: %d completed with TTFT within %s\n", r.Goodput, rate, r.WithinSLO, c.SLOTTFT)
 	}
 	if r.Refused > 0 {
 		fmt.Fprintf(&b, "refused:    %s; answered in %.3f ms (p50), %.3f ms (p99), %.3f ms (max)\n",
@@ -190,6 +210,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		for _, s := range r.ErrorSamples {
 			fmt.Fprintf(&b, "  e.g. %s\n", s)
 		}
+	}
+	if cs := r.Conversations; cs != nil {
+		fmt.Fprintf(&b, "conversations: %d finished all %d turns, %d ended by a failed or refused turn, %d cut short by the end of the run\n",
+			cs.Finished, c.Turns, cs.Failed, cs.Unfinished)
 	}
 	b.WriteByte('\n')
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -204,13 +228,19 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if len(r.Turns) > 0 {
+		b.WriteString("\nby turn:\n")
+		if err := writeTurns(&b, r.Turns); err != nil {
+			return err
+		}
+	}
 	for _, p := range r.Processes {
 		if p.Samples == 0 {
 			fmt.Fprintf(&b, "process %d (%s): not read: %s\n", p.PID, p.Name, p.Error)
 			continue
 		}
-		fmt.Fprintf(&b, "process %d (%s): peak RSS %.1f MB, peak %d open files, CPU %.2f s, %.3f ms per completed request",
-			p.PID, p.Name, float64(p.PeakRSSBytes)/(1<<20), p.PeakFDs, p.CPUSeconds, p.CPUPerRequestMS)
+		fmt.Fprintf(&b, "process %d (%s): peak RSS %.1f MB, peak %d open files, CPU %.2f s, %.3f ms per completed %s",
+			p.PID, p.Name, float64(p.PeakRSSBytes)/(1<<20), p.PeakFDs, p.CPUSeconds, p.CPUPerRequestMS, per)
 		if c.Arrival != "poisson" && c.Concurrency > 0 {
 			fmt.Fprintf(&b, ", %.1f KB RSS per stream at concurrency %d", float64(p.PeakRSSBytes)/1024/float64(c.Concurrency), c.Concurrency)
 		}
@@ -222,8 +252,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 
 // shape describes the prompt lengths.
 func (c RunConfig) shape() string {
-	if c.Workload == WorkloadSharedPrefix {
+	switch c.Workload {
+	case WorkloadSharedPrefix:
 		return fmt.Sprintf("groups=%d prefix=%d suffix=%d", c.Groups, c.PrefixLen, c.SuffixLen)
+	case WorkloadMultiTurn:
+		return fmt.Sprintf("turns=%d history-len=%d turn-len=%d (first message %d words)", c.Turns, c.HistoryLen, c.TurnLen, c.FirstLen)
 	}
 	return fmt.Sprintf("isl=%d", c.ISL)
 }

@@ -61,21 +61,15 @@ type requester struct {
 // body returns the JSON request for p: streamed with usage, max_tokens =
 // OSL and ignore_eos so exactly OSL tokens are generated.
 func (q *requester) body(p Prompt) ([]byte, error) {
-	yes := true
-	ext := openai.CommonExt{IgnoreEOS: &yes}
-	opts := &openai.StreamOptions{IncludeUsage: true}
 	var req any
 	if q.api == APICompletions {
+		yes := true
 		req = &openai.CompletionRequest{
 			Model: q.model, Prompt: openai.Prompt{Text: &p.Text}, MaxTokens: &q.osl,
-			Stream: true, StreamOptions: opts, CommonExt: ext,
+			Stream: true, StreamOptions: &openai.StreamOptions{IncludeUsage: true}, CommonExt: openai.CommonExt{IgnoreEOS: &yes},
 		}
 	} else {
-		req = &openai.ChatCompletionRequest{
-			Model:     q.model,
-			Messages:  []openai.Message{{Role: "user", Content: openai.Content{Text: &p.Text}}},
-			MaxTokens: &q.osl, Stream: true, StreamOptions: opts, CommonExt: ext,
-		}
+		req = q.chatRequest([]openai.Message{{Role: "user", Content: openai.Content{Text: &p.Text}}})
 	}
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -84,12 +78,23 @@ func (q *requester) body(p Prompt) ([]byte, error) {
 	return b, nil
 }
 
+// chatRequest is the chat request of msgs: streamed with usage,
+// max_tokens = OSL and ignore_eos.
+func (q *requester) chatRequest(msgs []openai.Message) *openai.ChatCompletionRequest {
+	yes := true
+	return &openai.ChatCompletionRequest{
+		Model: q.model, Messages: msgs, MaxTokens: &q.osl, Stream: true,
+		StreamOptions: &openai.StreamOptions{IncludeUsage: true}, CommonExt: openai.CommonExt{IgnoreEOS: &yes},
+	}
+}
+
 // do sends body and reads the stream to its end. runCtx is the run's
 // context: a request it cancels is marked cancelled, not failed. A
 // request that failed as one the server never received does (send) is
 // sent once more, on a new connection; its times count from the first
-// attempt, as the client saw them.
-func (q *requester) do(runCtx context.Context, body []byte) outcome {
+// attempt, as the client saw them. When answer is not nil, the chat
+// stream's content deltas are appended to it as received.
+func (q *requester) do(runCtx context.Context, body []byte, answer *strings.Builder) outcome {
 	ctx, cancel := context.WithTimeout(runCtx, q.timeout)
 	defer cancel()
 
@@ -131,14 +136,17 @@ func (q *requester) do(runCtx context.Context, body []byte) outcome {
 		if d := bytes.TrimSpace(data); bytes.HasPrefix(d, []byte(`{"error"`)) {
 			return q.fail(runCtx, o, &RequestError{Kind: KindSSE, Err: errors.New(errorText(d))})
 		}
-		content, usage, err := q.parse(data)
+		c, err := q.parse(data)
 		if err != nil {
 			return q.fail(runCtx, o, &RequestError{Kind: KindProtocol, Err: err})
 		}
-		if usage != nil {
-			o.usage = usage
+		if c.usage != nil {
+			o.usage = c.usage
 		}
-		if !content {
+		if answer != nil {
+			answer.WriteString(c.text)
+		}
+		if !c.generated {
 			continue
 		}
 		if o.hasContent {
@@ -240,33 +248,44 @@ func (q *requester) fail(runCtx context.Context, o outcome, err *RequestError) o
 	return o
 }
 
-// parse decodes one chunk and reports whether it carries generated text
-// (content or reasoning_content for chat, text for completions) and its
-// usage, if any.
-func (q *requester) parse(data []byte) (bool, *openai.Usage, error) {
+// chunk is what parse reads from one streamed chunk.
+type chunk struct {
+	// generated is set when the chunk carries generated text: content or
+	// reasoning_content for chat, text for completions.
+	generated bool
+	// text is the chat chunk's content (not its reasoning_content), the
+	// completion chunk's text.
+	text  string
+	usage *openai.Usage
+}
+
+// parse decodes one chunk.
+func (q *requester) parse(data []byte) (chunk, error) {
 	if q.api == APICompletions {
 		var c openai.Completion
 		if err := json.Unmarshal(data, &c); err != nil {
-			return false, nil, fmt.Errorf("loadgen: decode chunk: %w", err)
+			return chunk{}, fmt.Errorf("loadgen: decode chunk: %w", err)
 		}
+		out := chunk{usage: c.Usage}
 		for _, ch := range c.Choices {
-			if ch.Text != "" {
-				return true, c.Usage, nil
-			}
+			out.text += ch.Text
 		}
-		return false, c.Usage, nil
+		out.generated = out.text != ""
+		return out, nil
 	}
 	var c openai.ChatCompletionChunk
 	if err := json.Unmarshal(data, &c); err != nil {
-		return false, nil, fmt.Errorf("loadgen: decode chunk: %w", err)
+		return chunk{}, fmt.Errorf("loadgen: decode chunk: %w", err)
 	}
+	out := chunk{usage: c.Usage}
 	for _, ch := range c.Choices {
-		if (ch.Delta.Content != nil && *ch.Delta.Content != "") ||
-			(ch.Delta.ReasoningContent != nil && *ch.Delta.ReasoningContent != "") {
-			return true, c.Usage, nil
+		if ch.Delta.Content != nil {
+			out.text += *ch.Delta.Content
 		}
+		out.generated = out.generated || (ch.Delta.ReasoningContent != nil && *ch.Delta.ReasoningContent != "")
 	}
-	return false, c.Usage, nil
+	out.generated = out.generated || out.text != ""
+	return out, nil
 }
 
 // errorMessage reads the start of an error response and returns its

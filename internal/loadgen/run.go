@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,18 +33,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer tr.CloseIdleConnections()
 		client = &http.Client{Transport: tr}
 	}
-	var prompts promptSource = NewSynthetic(cfg.ISL, cfg.Seed)
-	if cfg.Workload == WorkloadSharedPrefix {
-		prompts = NewSharedPrefix(cfg.Groups, cfg.PrefixLen, cfg.SuffixLen, cfg.Seed)
-	}
 	r := &runner{
-		cfg:     cfg,
-		prompts: prompts,
-		col:     newCollector(cfg.SLOTTFT),
+		cfg: cfg,
+		col: newCollector(cfg.SLOTTFT),
 		req: &requester{
 			client: client, fresh: oneShotClient(client), endpoint: cfg.endpoint(), api: cfg.API,
 			model: cfg.Model, osl: int64(cfg.OSL), timeout: cfg.Timeout, headers: cfg.Headers,
 		},
+	}
+	switch cfg.Workload {
+	case WorkloadSharedPrefix:
+		r.prompts = NewSharedPrefix(cfg.Groups, cfg.PrefixLen, cfg.SuffixLen, cfg.Seed)
+	case WorkloadMultiTurn:
+		frame, err := r.req.newChatFrame()
+		if err != nil {
+			return nil, err
+		}
+		r.frame = frame
+		r.col.byTurn(cfg.Turns)
+	default:
+		r.prompts = NewSynthetic(cfg.ISL, cfg.Seed)
 	}
 	return r.run(ctx), nil
 }
@@ -51,7 +60,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // runner is the state of one Run.
 type runner struct {
 	cfg       Config
-	prompts   promptSource
+	prompts   promptSource // not multi-turn
+	frame     chatFrame    // multi-turn
 	req       *requester
 	col       *collector
 	throttled int        // open loop only; written by the scheduler goroutine
@@ -83,9 +93,12 @@ func (r *runner) run(ctx context.Context) *Report {
 	}
 
 	var requests sync.WaitGroup
-	if r.cfg.Rate > 0 {
+	switch {
+	case r.cfg.Workload == WorkloadMultiTurn:
+		r.conversations(launchCtx, ctx, total, &requests)
+	case r.cfg.Rate > 0:
 		r.openLoop(launchCtx, ctx, total, &requests)
-	} else {
+	default:
 		r.closedLoop(launchCtx, ctx, total, &requests)
 	}
 	requests.Wait()
@@ -110,29 +123,53 @@ func (r *runner) closedLoop(launchCtx, runCtx context.Context, total int, wg *sy
 	var next atomic.Int64
 	for range r.cfg.Concurrency {
 		wg.Go(func() {
-			var wait *time.Timer
+			var p pause
+			defer p.stop()
 			for launchCtx.Err() == nil {
 				n := int(next.Add(1) - 1)
 				if total >= 0 && n >= total {
 					return
 				}
-				o := r.one(runCtx, n)
-				if o.retryAfter <= 0 || r.cfg.IgnoreRetryAfter {
-					continue
-				}
-				if wait == nil {
-					wait = time.NewTimer(o.retryAfter)
-					defer wait.Stop()
-				} else {
-					wait.Reset(o.retryAfter)
-				}
-				select {
-				case <-wait.C:
-				case <-launchCtx.Done():
+				if !r.honour(launchCtx, &p, r.one(runCtx, n)) {
 					return
 				}
 			}
 		})
+	}
+}
+
+// honour waits out o's Retry-After on p, unless cfg.IgnoreRetryAfter.
+// It reports false when launchCtx ended first.
+func (r *runner) honour(launchCtx context.Context, p *pause, o outcome) bool {
+	if o.retryAfter <= 0 || r.cfg.IgnoreRetryAfter {
+		return true
+	}
+	return p.wait(launchCtx, o.retryAfter)
+}
+
+// pause is one closed-loop worker's timer for waiting out Retry-After,
+// made on first use.
+type pause struct{ t *time.Timer }
+
+// wait waits d and reports true, or false when ctx ends first.
+func (p *pause) wait(ctx context.Context, d time.Duration) bool {
+	if p.t == nil {
+		p.t = time.NewTimer(d)
+	} else {
+		p.t.Reset(d)
+	}
+	select {
+	case <-p.t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// stop releases the timer.
+func (p *pause) stop() {
+	if p.t != nil {
+		p.t.Stop()
 	}
 }
 
@@ -182,19 +219,39 @@ func (r *runner) openLoop(launchCtx, runCtx context.Context, total int, wg *sync
 func (r *runner) one(ctx context.Context, n int) outcome {
 	p := r.prompts.Prompt(n)
 	body, err := r.req.body(p)
+	return r.send(ctx, n, request{body: body, err: err, words: p.Words})
+}
+
+// request is one request for send.
+type request struct {
+	body []byte
+	// err is why there is no body; the request fails as KindProtocol.
+	err error
+	// words is the prompt's length in words.
+	words int
+	// turn is the request's turn in its conversation, from 1; 0 outside
+	// the multi-turn workload.
+	turn int
+	// answer, when not nil, receives the chat stream's content.
+	answer *strings.Builder
+}
+
+// send sends request n and records its outcome unless n is a warmup
+// request.
+func (r *runner) send(ctx context.Context, n int, q request) outcome {
 	measured := n >= r.cfg.Warmup
 	if measured {
 		r.measuring.Do(r.watch.markStart)
 		r.col.launch(time.Now())
 	}
 	var o outcome
-	if err != nil {
-		o.err = &RequestError{Kind: KindProtocol, Err: err}
+	if q.err != nil {
+		o.err = &RequestError{Kind: KindProtocol, Err: q.err}
 	} else {
-		o = r.req.do(ctx, body)
+		o = r.req.do(ctx, q.body, q.answer)
 	}
 	if measured {
-		r.col.record(o, p.Words)
+		r.col.record(o, q.words, q.turn)
 	}
 	return o
 }
