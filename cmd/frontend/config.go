@@ -85,6 +85,11 @@ func (f *flags) modelsConfig() (pipeline.Config, error) {
 		}
 		c.MigrationLimit = &n
 	}
+	if n := *f.conversationCacheMiB; n < 0 {
+		errs = append(errs, fmt.Errorf("--conversation-cache-mib %d: must not be negative", n))
+	} else {
+		c.ConversationCacheBytes = int64(n) << 20
+	}
 	if c.MigrationMaxSeqLen < 0 {
 		errs = append(errs, fmt.Errorf("--migration-max-seq-len %d: must not be negative", c.MigrationMaxSeqLen))
 	}

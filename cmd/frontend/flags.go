@@ -34,6 +34,7 @@ type flags struct {
 	queueTimeout, queueThreshold                  *float64
 	queuePolicy                                   *string
 	accessLog                                     *bool
+	conversationCacheMiB                          *int
 
 	apiKeys                                 secretList
 	apiKeyFile, authExempt, corsAllowedOrig *string
@@ -53,6 +54,8 @@ func register(s *envflag.Set) *flags {
 		migrationLimit:  s.Int("migration-limit", 0, "times a broken stream may move to another worker; overrides the model cards' limit when given", "DYN_MIGRATION_LIMIT"),
 		migrationMaxSeq: s.Int("migration-max-seq-len", 0, "longest sequence (prompt + generated) a migration may re-issue; 0 is no bound", "DYN_MIGRATION_MAX_SEQ_LEN"),
 		metricsPrefix:   s.String("metrics-prefix", "dynamo_frontend", "prefix of the metric names", "DYN_METRICS_PREFIX"),
+
+		conversationCacheMiB: s.Int("conversation-cache-mib", 64, "MiB per model of recent chat prompts' token ids, so that a conversation's next turn tokenizes only what it adds (exact: the ids of a whole tokenization); 0 is off", "DYN_CONVERSATION_CACHE_MIB"),
 
 		kvWeight:        s.Float64("kv-overlap-score-weight", 1.0, "router mode kv: weight of cached prefix blocks against load", "DYN_KV_OVERLAP_SCORE_WEIGHT", "DYN_ROUTER_KV_OVERLAP_SCORE_WEIGHT", "DYN_OVERLAP_SCORE_WEIGHT"),
 		kvWeightAlias:   s.Float64("router-kv-overlap-score-weight", 1.0, "same as --kv-overlap-score-weight"),

@@ -296,3 +296,26 @@ func TestQueueFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestConversationCacheFlag(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		args []string
+		want int64
+	}{
+		{nil, nil, 64 << 20},
+		{nil, []string{"--conversation-cache-mib", "0"}, 0},
+		{map[string]string{"DYN_CONVERSATION_CACHE_MIB": "256"}, nil, 256 << 20},
+	} {
+		s, err := parse(c.env, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.models.ConversationCacheBytes != c.want {
+			t.Errorf("env %v args %v: %d bytes, want %d", c.env, c.args, s.models.ConversationCacheBytes, c.want)
+		}
+	}
+	if _, err := parse(nil, "--conversation-cache-mib", "-1"); err == nil || !strings.Contains(err.Error(), "--conversation-cache-mib") {
+		t.Errorf("a negative size: %v", err)
+	}
+}

@@ -32,7 +32,7 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 		card.KVCacheBlockSize = uint32(r.cfg.KVCacheBlockSize)
 	}
 	workers := newModelInstances(nil)
-	popts := preprocessor.Options{Clock: r.clock, TracerProvider: r.tp}
+	popts := preprocessor.Options{Clock: r.clock, TracerProvider: r.tp, ConversationCacheBytes: r.cfg.ConversationCacheBytes}
 	if card.RuntimeConfig.Preprocessing == modelcard.ProcessingEngine {
 		popts.EngineTokenizer = newWorkerTokenizer(r.rt, ep, workers.serves)
 	}

@@ -53,6 +53,10 @@ type Config struct {
 	// Queue, when set, puts an admission queue in front of every model's
 	// routing (package admission); nil sends every request straight on.
 	Queue *QueueConfig
+	// ConversationCacheBytes bounds each model's cache of recent chat
+	// prompts' token ids (preprocessor.Options.ConversationCacheBytes);
+	// 0 keeps none.
+	ConversationCacheBytes int64
 	// FileCacheIdleBytes bounds the model files kept after their last model
 	// left (default 256 MiB); files of served models are always kept.
 	FileCacheIdleBytes int64

@@ -33,6 +33,10 @@ type Options struct {
 	// otherwise): chat requests are not rendered with the card's
 	// template, and the formatted_prompt annotation is empty.
 	EngineTokenizer EngineTokenizer
+	// ConversationCacheBytes bounds the cache of the token ids of recent
+	// chat prompts (conversation.go), with which a conversation's next
+	// turn encodes only what it adds; 0 keeps no cache.
+	ConversationCacheBytes int64
 }
 
 // Model holds what preprocessing one model needs, built once when the
@@ -55,6 +59,8 @@ type Model struct {
 	// engineTok tokenizes chat prompts when the engine preprocesses
 	// (nil: the frontend renders and tokenizes).
 	engineTok EngineTokenizer
+	// conv holds recent chat prompts' ids (nil: none).
+	conv *conversationCache
 }
 
 type kv struct {
@@ -100,6 +106,9 @@ func NewModel(card *modelcard.Card, opts Options) (*Model, error) {
 	}
 	if m.clock == nil {
 		m.clock = time.Now
+	}
+	if opts.ConversationCacheBytes > 0 && tok != nil {
+		m.conv = newConversationCache(opts.ConversationCacheBytes)
 	}
 	if nativePreprocessing(card) {
 		if opts.EngineTokenizer == nil {

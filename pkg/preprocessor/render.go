@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dynamo-go/dynamo/internal/jsonscan"
 	"github.com/dynamo-go/dynamo/pkg/openai"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/template"
 )
@@ -104,21 +105,57 @@ func templateMessages(in []openai.Message) ([]any, error) {
 			}
 			raw = b
 		}
-		v, err := template.DecodeJSON(raw)
+		texts, textOnly := msg.Content.TextOnly()
+		str := msg.Content.Text
+		obj, err := decodeMessage(raw, textOnly || str != nil)
 		if err != nil {
 			return nil, invalid("messages[%d]: %v", i, err)
 		}
-		obj, ok := v.(*template.OrderedMap)
-		if !ok {
-			return nil, invalid("messages[%d] is not an object", i)
-		}
-		if texts, ok := msg.Content.TextOnly(); ok {
+		switch {
+		case textOnly:
 			obj.Set("content", strings.Join(texts, "\n"))
+		case str != nil:
+			obj.Set("content", *str)
 		}
 		parseToolArguments(obj)
 		out[i] = obj
 	}
 	return out, nil
+}
+
+// decodeMessage decodes a message's JSON object into template values, in
+// its key order. With skipContent its "content" is left undecoded (nil,
+// in its place): the caller sets it from the decoded request, and in a
+// long conversation the contents are most of the bytes.
+func decodeMessage(raw []byte, skipContent bool) (*template.OrderedMap, error) {
+	r := jsonscan.New(raw)
+	if r.Peek() != '{' {
+		return nil, errors.New("not an object")
+	}
+	obj := template.NewOrderedMap()
+	err := r.Object(func(key string) error {
+		v, err := r.Skip()
+		if err != nil {
+			return err
+		}
+		if skipContent && key == "content" {
+			obj.Set(key, nil)
+			return nil
+		}
+		val, err := template.DecodeJSON(v)
+		if err != nil {
+			return err
+		}
+		obj.Set(key, val)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.Peek() != 0 {
+		return nil, errors.New("trailing data after the object")
+	}
+	return obj, nil
 }
 
 // parseToolArguments replaces tool_calls[].function.arguments given as a

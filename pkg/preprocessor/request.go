@@ -74,6 +74,14 @@ func (m *Model) prepareChat(ctx context.Context, req *openai.ChatCompletionReque
 			return nil, err
 		}
 		p.Prompt = text
+		tctx, tspan := m.tracer.Start(ctx, "tokenize")
+		var reused int
+		ids, reused, err = m.encodeChat(tctx, text)
+		tspan.SetAttributes(attribute.Int("token_count", len(ids)), attribute.Int("tokens_reused", reused))
+		endSpan(tspan, err)
+		if err != nil {
+			return nil, err
+		}
 	}
 	if ids == nil {
 		tctx, tspan := m.tracer.Start(ctx, "tokenize")
@@ -226,6 +234,25 @@ func (m *Model) encode(ctx context.Context, text string, addSpecial bool, param 
 		return nil, invalidParam(param, "cannot tokenize the prompt: %v", err)
 	}
 	return ids, nil
+}
+
+// encodeChat is encode for a rendered chat prompt (no special tokens
+// added: the template wrote them): through the conversation cache when
+// the model keeps one. It also returns how many of the ids the cache
+// gave.
+func (m *Model) encodeChat(ctx context.Context, text string) ([]uint32, int, error) {
+	if m.conv == nil {
+		ids, err := m.encode(ctx, text, false, "messages")
+		return ids, 0, err
+	}
+	if strings.IndexByte(text, 0) >= 0 {
+		text = strings.ReplaceAll(text, "\x00", "")
+	}
+	ids, reused, err := m.conv.encode(m.tok, text)
+	if err != nil {
+		return nil, 0, invalidParam("messages", "cannot tokenize the prompt: %v", err)
+	}
+	return ids, reused, nil
 }
 
 // checkVocab refuses token ids the model does not have. Without a

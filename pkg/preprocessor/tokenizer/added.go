@@ -33,6 +33,8 @@ type matcher struct {
 	// noLetterSpace: no pattern holds an ASCII letter followed by ' ', and
 	// none is rstrip or single_word (see spaceSafe).
 	noLetterSpace bool
+	// longest is the length of the longest pattern.
+	longest int
 }
 
 func newMatcher(patterns []string, toks []*AddedToken) *matcher {
@@ -45,6 +47,7 @@ func newMatcher(patterns []string, toks []*AddedToken) *matcher {
 			m.noLetterSpace = false
 		}
 		m.first[p[0]] = true
+		m.longest = max(m.longest, len(p))
 		node := int32(0)
 		for j := 0; j < len(p); j++ {
 			k := uint64(node)<<8 | uint64(p[j])
@@ -112,11 +115,21 @@ func hasLetterSpace(p string) bool {
 // single_word, lstrip and rstrip applied as in AddedVocabulary::find_matches)
 // and the text between them.
 func (m *matcher) split(dst []segment, s string, idOf func(*AddedToken) uint32) []segment {
+	return m.splitFrom(dst, s, 0, idOf)
+}
+
+// splitFrom is split of s[from:] as it goes on in s: from is 0 or a place
+// the split of s cuts at, and matches look back before from (single_word,
+// lstrip) as they would in s.
+func (m *matcher) splitFrom(dst []segment, s string, from int, idOf func(*AddedToken) uint32) []segment {
 	if m == nil || len(m.toks) == 0 {
-		return append(dst, segment{text: s, id: -1})
+		if from > 0 && from == len(s) {
+			return dst
+		}
+		return append(dst, segment{text: s[from:], id: -1})
 	}
-	startOffset := 0
-	for pos := 0; pos < len(s); {
+	startOffset := from
+	for pos := from; pos < len(s); {
 		start, stop, tok := m.find(s, pos)
 		if tok == nil {
 			break

@@ -20,3 +20,14 @@ var SpaceCut = spaceCut
 
 // RaceEnabled reports whether the race detector is on (tests do less).
 const RaceEnabled = raceEnabled
+
+// EncodeCutsWith and ResumeWith are EncodeCuts and Resume spread over
+// workers goroutines in units of unit bytes, however short the text.
+func EncodeCutsWith(t *Tokenizer, text string, workers, unit int) ([]uint32, []Cut, error) {
+	return t.encodeCuts(text, parallelism{procs: workers, unit: max(unit, 1)})
+}
+
+// ResumeWith: see EncodeCutsWith.
+func ResumeWith(t *Tokenizer, text string, at Cut, prefix []uint32, workers, unit int) ([]uint32, []Cut, bool, error) {
+	return t.resume(text, at, prefix, parallelism{procs: workers, unit: max(unit, 1)})
+}

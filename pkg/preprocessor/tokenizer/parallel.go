@@ -58,12 +58,13 @@ type piece struct {
 	text    string
 	id      int64
 	atStart bool
+	cut     int // index of the cut after this added token, or -1
 }
 
 // encodeParallel is encodeSerial on par.workers() goroutines: the pieces are
 // grouped into units of about par.unit bytes, which the goroutines take in
-// turn; the units' ids are concatenated in order.
-func (t *Tokenizer) encodeParallel(text string, par parallelism, workers int) ([]uint32, error) {
+// turn; the units' ids are concatenated in order, after ids.
+func (t *Tokenizer) encodeParallel(ids []uint32, segs []segment, from int, cuts *[]Cut, par parallelism, workers int) ([]uint32, error) {
 	var units [][]piece
 	var cur []piece
 	size := 0
@@ -73,21 +74,31 @@ func (t *Tokenizer) encodeParallel(text string, par parallelism, workers int) ([
 			units, cur, size = append(units, cur), nil, 0
 		}
 	}
-	for si, seg := range t.rawMatch.split(nil, text, t.idOf) {
+	// The cuts passed, each with its unit and its ids within the unit
+	// (filled in by the goroutine that encodes the unit).
+	var at []cutAt
+	off := from
+	for si, seg := range segs {
+		off += len(seg.text)
 		if seg.id >= 0 {
-			add(piece{id: seg.id})
+			p := piece{text: seg.text, id: seg.id, cut: -1}
+			if cuts != nil && t.cutsAfter(seg.id) {
+				p.cut = len(at)
+				at = append(at, cutAt{offset: off, unit: len(units)})
+			}
+			add(p)
 			continue
 		}
-		s, atStart := seg.text, si == 0
+		s, atStart := seg.text, from == 0 && si == 0
 		for t.cutAtSpaces && len(s) > par.unit {
 			cut := spaceCut(s, par.unit)
 			if cut < 0 {
 				break
 			}
-			add(piece{text: s[:cut], id: -1, atStart: atStart})
+			add(piece{text: s[:cut], id: -1, atStart: atStart, cut: -1})
 			s, atStart = s[cut:], false
 		}
-		add(piece{text: s, id: -1, atStart: atStart})
+		add(piece{text: s, id: -1, atStart: atStart, cut: -1})
 	}
 	if len(cur) > 0 {
 		units = append(units, cur)
@@ -111,6 +122,9 @@ func (t *Tokenizer) encodeParallel(text string, par parallelism, workers int) ([
 			for _, p := range units[u] {
 				if p.id >= 0 {
 					ids = append(ids, uint32(p.id))
+					if p.cut >= 0 {
+						at[p.cut].tokens = len(ids)
+					}
 					continue
 				}
 				var err error
@@ -147,18 +161,30 @@ func (t *Tokenizer) encodeParallel(text string, par parallelism, workers int) ([
 		panic(panicked)
 	}
 
-	n := 0
+	n := len(ids)
 	for u := range units {
 		if errs[u] != nil {
 			return nil, errs[u] // the error the serial encoding meets first
 		}
 		n += len(out[u])
 	}
-	ids := make([]uint32, 0, n)
-	for _, o := range out {
-		ids = append(ids, o...)
+	all := make([]uint32, len(ids), n)
+	copy(all, ids)
+	before := make([]int, len(units)) // ids before each unit
+	for u, o := range out {
+		before[u] = len(all)
+		all = append(all, o...)
 	}
-	return ids, nil
+	for _, c := range at {
+		*cuts = append(*cuts, Cut{Offset: c.offset, Tokens: before[c.unit] + c.tokens})
+	}
+	return all, nil
+}
+
+// cutAt is a cut met by encodeParallel: its offset in the text, the unit
+// holding the added token before it, and the unit's ids up to that token.
+type cutAt struct {
+	offset, unit, tokens int
 }
 
 // spaceCut returns the first i >= from such that s[i] is a space after two

@@ -40,17 +40,7 @@ func (t *Tokenizer) Encode(text string, addSpecialTokens bool) ([]uint32, error)
 }
 
 func (t *Tokenizer) encode(text string, addSpecialTokens bool, par parallelism) ([]uint32, error) {
-	var ids []uint32
-	var err error
-	workers := 1
-	if len(text) >= par.minBytes {
-		workers = par.workers()
-	}
-	if workers > 1 {
-		ids, err = t.encodeParallel(text, par, workers)
-	} else {
-		ids, err = t.encodeSerial(text)
-	}
+	ids, err := t.encodeRaw(nil, text, 0, nil, par)
 	if err != nil {
 		return nil, err
 	}
@@ -60,17 +50,44 @@ func (t *Tokenizer) encode(text string, addSpecialTokens bool, par parallelism) 
 	return ids, nil
 }
 
-// encodeSerial returns the ids of text without the post-processor.
-func (t *Tokenizer) encodeSerial(text string) ([]uint32, error) {
-	ids := make([]uint32, 0, len(text)/3+4)
+// encodeRaw appends to ids the ids of text[from:] without the
+// post-processor: from is 0, or a cut of text (cuts.go), after which
+// the encoding goes on as it would have in the whole text. With cuts
+// not nil it appends the cuts it passes (their Tokens count ids from the
+// start of ids). Long texts are encoded by several goroutines.
+func (t *Tokenizer) encodeRaw(ids []uint32, text string, from int, cuts *[]Cut, par parallelism) ([]uint32, error) {
+	segs := t.rawMatch.splitFrom(nil, text, from, t.idOf)
+	if len(text)-from >= par.minBytes {
+		if workers := par.workers(); workers > 1 {
+			return t.encodeParallel(ids, segs, from, cuts, par, workers)
+		}
+	}
+	return t.encodeSerial(ids, segs, from, cuts)
+}
+
+// encodeSerial appends the ids of segs, the raw-match split of a text
+// from byte from on (encodeRaw), on the calling goroutine.
+func (t *Tokenizer) encodeSerial(ids []uint32, segs []segment, from int, cuts *[]Cut) ([]uint32, error) {
+	if ids == nil {
+		n := 0
+		for _, seg := range segs {
+			n += len(seg.text)
+		}
+		ids = make([]uint32, 0, n/3+4)
+	}
 	var sc scratch
-	for si, seg := range t.rawMatch.split(nil, text, t.idOf) {
+	off := from
+	for si, seg := range segs {
+		off += len(seg.text)
 		if seg.id >= 0 {
 			ids = append(ids, uint32(seg.id))
+			if cuts != nil && t.cutsAfter(seg.id) {
+				*cuts = append(*cuts, Cut{Offset: off, Tokens: len(ids)})
+			}
 			continue
 		}
 		var err error
-		if ids, err = t.encodeText(ids, seg.text, si == 0, &sc); err != nil {
+		if ids, err = t.encodeText(ids, seg.text, from == 0 && si == 0, &sc); err != nil {
 			return nil, err
 		}
 	}

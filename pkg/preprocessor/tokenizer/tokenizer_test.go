@@ -179,3 +179,36 @@ func TestLoadErrors(t *testing.T) {
 		t.Error("FromFile: no error")
 	}
 }
+
+// An added token that begins before a cut and, in the new text, matches
+// across it (leftmost-longest) makes Resume refuse the cut; rstrip and
+// single_word tokens make no cuts.
+func TestResumeChecksTheCut(t *testing.T) {
+	added := []AddedToken{
+		{ID: 5, Content: "<s>"},
+		{ID: 6, Content: "<s>ab"},
+		{ID: 7, Content: "[R]", RStrip: true},
+		{ID: 8, Content: "ba", SingleWord: true},
+	}
+	tok := build(t, letters, []string{"a b"}, added, nil)
+	ids, cuts, err := tok.EncodeCuts("a<s>b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cuts, []Cut{{Offset: 4, Tokens: 2}}) {
+		t.Fatalf("cuts = %v", cuts)
+	}
+	if _, _, ok, _ := tok.Resume("a<s>ab", cuts[0], ids); ok {
+		t.Error(`Resume took the cut after "<s>" in "a<s>ab", where "<s>ab" matches`)
+	}
+	got, _, ok, err := tok.Resume("a<s>ba", cuts[0], ids)
+	if err != nil || !ok {
+		t.Fatalf("Resume(a<s>ba) = %v %v", ok, err)
+	}
+	if want := mustEncode(t, tok, "a<s>ba", false); !slices.Equal(got, want) {
+		t.Errorf("Resume(a<s>ba) = %v, encoded whole %v", got, want)
+	}
+	if _, cuts, _ := tok.EncodeCuts("a[R] b ba b"); len(cuts) != 0 {
+		t.Errorf("rstrip and single_word tokens made cuts %v", cuts)
+	}
+}

@@ -1,0 +1,190 @@
+package preprocessor
+
+import (
+	"container/list"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer"
+)
+
+// A conversation's next turn re-sends the whole conversation: its chat
+// prompt, rendered, begins with what the previous turn rendered (up to the
+// previous generation prompt). conversationCache keeps the token ids of
+// the prompts rendered recently, with the places where their encoding may
+// be cut (tokenizer.Cut: after a special token such as the end of a
+// message), so that a prompt that begins with one of them, as far as one
+// of its cuts, is encoded from there on only (tokenizer.Resume). What is
+// compared is the rendered text, byte for byte: a template that renders
+// earlier turns differently once later ones exist (dropping the reasoning
+// of past assistant turns, say) shares only what it rendered the same.
+// The ids are those of a whole encoding, always.
+//
+// Prompts are found by a hash of their text up to each cut; a hit is
+// checked against the cached text before it is used. The cache holds at
+// most its byte budget (text, ids and cuts), dropping the least recently
+// used prompt first; a prompt that the next turn extended from its last
+// cut is dropped at once (the new one holds all it held).
+type conversationCache struct {
+	budget int64
+	seed   maphash.Seed
+	// reused counts the ids taken from the cache.
+	reused atomic.Int64
+
+	mu    sync.Mutex
+	size  int64
+	lru   list.List              // *cachedPrompt, most recently used first
+	byCut map[uint64][]cutHolder // hash of a prompt's text up to a cut
+}
+
+// cachedPrompt is one encoded prompt. Its text, ids, cuts and sums never
+// change once it is in the cache, so a reader may use them without the
+// lock; elem is the cache's, under its lock.
+type cachedPrompt struct {
+	text string
+	ids  []uint32 // without the post-processor
+	cuts []tokenizer.Cut
+	sums []uint64 // hash of text[:cuts[i].Offset]
+	elem *list.Element
+	size int64
+}
+
+// cutHolder is the i-th cut of p.
+type cutHolder struct {
+	p *cachedPrompt
+	i int
+}
+
+func newConversationCache(budget int64) *conversationCache {
+	return &conversationCache{budget: budget, seed: maphash.MakeSeed(), byCut: map[uint64][]cutHolder{}}
+}
+
+// encode returns the ids of text (tokenizer.Encode without special
+// tokens) and how many of them came from the cache.
+func (c *conversationCache) encode(tok *tokenizer.Tokenizer, text string) (ids []uint32, reused int, err error) {
+	offsets := tok.CutOffsets(nil, text)
+	sums := c.sums(text, offsets)
+	from, at := c.lookup(text, offsets, sums)
+	var cuts []tokenizer.Cut
+	if from != nil {
+		var after []tokenizer.Cut
+		var ok bool
+		ids, after, ok, err = tok.Resume(text, from.cuts[at], from.ids)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ok {
+			reused = from.cuts[at].Tokens
+			c.reused.Add(int64(reused))
+			cuts = append(slices.Clip(from.cuts[:at+1]), after...)
+		} else {
+			from = nil
+		}
+	}
+	if from == nil {
+		if ids, cuts, err = tok.EncodeCuts(text); err != nil {
+			return nil, 0, err
+		}
+	}
+	c.insert(text, ids, cuts, offsets, sums, from, at)
+	return ids, reused, nil
+}
+
+// sums hashes text up to each offset.
+func (c *conversationCache) sums(text string, offsets []int) []uint64 {
+	out := make([]uint64, len(offsets))
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	prev := 0
+	for i, off := range offsets {
+		_, _ = h.WriteString(text[prev:off])
+		out[i] = h.Sum64()
+		prev = off
+	}
+	return out
+}
+
+// lookup returns the cached prompt that text begins with as far as the
+// latest of text's cuts it can, and the index of that cut in it.
+func (c *conversationCache) lookup(text string, offsets []int, sums []uint64) (*cachedPrompt, int) {
+	for k := len(offsets) - 1; k >= 0; k-- {
+		off := offsets[k]
+		c.mu.Lock()
+		holders := c.byCut[sums[k]]
+		c.mu.Unlock()
+		for _, h := range holders {
+			cut := h.p.cuts[h.i]
+			if cut.Offset == off && h.p.text[:off] == text[:off] {
+				return h.p, h.i
+			}
+		}
+	}
+	return nil, 0
+}
+
+// insert adds the encoding of text, made from the prompt from (nil: none)
+// resumed at its cut at, and drops what exceeds the budget.
+func (c *conversationCache) insert(text string, ids []uint32, cuts []tokenizer.Cut, offsets []int, sums []uint64, from *cachedPrompt, at int) {
+	p := &cachedPrompt{text: text, ids: slices.Clone(ids), cuts: cuts}
+	// The cuts' offsets are those CutOffsets found, whose sums are known.
+	p.sums = make([]uint64, len(cuts))
+	k := 0
+	for i, cut := range cuts {
+		for k < len(offsets) && offsets[k] < cut.Offset {
+			k++
+		}
+		if k == len(offsets) || offsets[k] != cut.Offset {
+			return // not expected: keep the cache as it was
+		}
+		p.sums[i] = sums[k]
+	}
+	p.size = int64(len(text)) + 4*int64(len(p.ids)) + 24*int64(len(cuts)) + 128
+	if p.size > c.budget {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if from != nil && from.elem != nil {
+		if at == len(from.cuts)-1 {
+			c.removeLocked(from)
+		} else {
+			c.lru.MoveToFront(from.elem)
+		}
+	}
+	p.elem = c.lru.PushFront(p)
+	for i, s := range p.sums {
+		c.byCut[s] = append(c.byCut[s], cutHolder{p: p, i: i})
+	}
+	c.size += p.size
+	for c.size > c.budget {
+		c.removeLocked(c.lru.Back().Value.(*cachedPrompt))
+	}
+}
+
+// removeLocked drops p; c.mu is held.
+func (c *conversationCache) removeLocked(p *cachedPrompt) {
+	if p.elem == nil {
+		return
+	}
+	c.lru.Remove(p.elem)
+	p.elem = nil
+	c.size -= p.size
+	for _, s := range p.sums {
+		// A new slice: lookup reads the old one without the lock.
+		hs := slices.DeleteFunc(slices.Clone(c.byCut[s]), func(h cutHolder) bool { return h.p == p })
+		if len(hs) == 0 {
+			delete(c.byCut, s)
+		} else {
+			c.byCut[s] = hs
+		}
+	}
+}
+
+// stats returns the prompts held and their bytes.
+func (c *conversationCache) stats() (prompts int, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len(), c.size
+}
