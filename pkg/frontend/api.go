@@ -16,7 +16,6 @@ import (
 
 	"github.com/dynamo-go/dynamo/pkg/admission"
 	"github.com/dynamo-go/dynamo/pkg/backend"
-	"github.com/dynamo-go/dynamo/pkg/migration"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/openai"
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
@@ -232,7 +231,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 		parent = context.WithoutCancel(parent)
 	}
 	if lr != nil && lr.debug {
-		parent = migration.WithCount(parent, &lr.migrations)
+		parent = pipeline.WithMigrationCount(parent, &lr.migrations)
 	}
 	rc := runtime.NewContext(parent, id)
 	cleanup.push(rc.Release)

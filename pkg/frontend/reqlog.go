@@ -56,7 +56,7 @@ type reqLog struct {
 	stream   bool
 	x        *exchange // once admitted
 	refused  string    // error_type of a refusal before admission
-	// migrations counts the request's re-issues (migration.WithCount).
+	// migrations counts the request's re-issues (pipeline.WithMigrationCount).
 	migrations atomic.Int32
 }
 
