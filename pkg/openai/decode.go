@@ -26,9 +26,28 @@ type DecodeOptions struct {
 // deprecated functions/function_call are mapped to tools/tool_choice.
 // Every failure is a *ValidationError.
 func DecodeChat(body []byte, opts DecodeOptions) (*ChatCompletionRequest, error) {
+	if msgs, rest, ok := splitMessages(body); ok {
+		return decodeChat(rest, msgs, opts)
+	}
+	return decodeChatSlow(body, opts)
+}
+
+// decodeChatSlow is DecodeChat with encoding/json decoding every byte: the
+// fallback for bodies splitMessages declines, and the reference it is
+// tested against.
+func decodeChatSlow(body []byte, opts DecodeOptions) (*ChatCompletionRequest, error) {
+	return decodeChat(body, nil, opts)
+}
+
+// decodeChat decodes and validates body; msgs, when not nil, replaces the
+// messages decoded from it (splitMessages left an empty array there).
+func decodeChat(body []byte, msgs []Message, opts DecodeOptions) (*ChatCompletionRequest, error) {
 	var r ChatCompletionRequest
 	if err := decodeObject(body, opts, chatInfo(), &r); err != nil {
 		return nil, err
+	}
+	if msgs != nil {
+		r.Messages = msgs
 	}
 	if err := r.mapLegacyFunctions(); err != nil {
 		return nil, err

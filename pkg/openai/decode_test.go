@@ -427,8 +427,13 @@ func FuzzDecodeChat(f *testing.F) {
 	}
 	f.Add([]byte(chatBody(`"functions":[]`)))
 	f.Add([]byte(chatBody(`"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":false}}`)))
+	for _, body := range fastPathCases {
+		f.Add([]byte(body))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, opts := range []DecodeOptions{{}, {AllowUnknownFields: true, DisableNvExt: true}} {
+			// The fast path answers exactly as encoding/json does.
+			checkSameAsSlow(t, body, opts)
 			r, err := DecodeChat(body, opts)
 			if err == nil {
 				if r == nil {
