@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -179,7 +178,9 @@ func encode(ctx context.Context, req *backend.Request) ([]byte, error) {
 	if _, ok := runtime.FromContext(ctx); !ok {
 		return nil, ErrNoRequestContext
 	}
-	payload, err := json.Marshal(req)
+	// Not json.Marshal: it would scan the result once more to compact
+	// it, and a long prompt's ids are most of it.
+	payload, err := req.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("router: encode request: %w", err)
 	}

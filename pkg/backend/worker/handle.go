@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -16,7 +15,7 @@ import (
 // is busy.
 func (w *server) handle(rc *runtime.Context, payload []byte, emit func([]byte) error) error {
 	var req backend.Request
-	if err := json.Unmarshal(payload, &req); err != nil {
+	if err := backend.DecodeRequest(payload, &req); err != nil {
 		return runtime.NewError(backend.TypeInvalidArgument, "worker: bad request: %v", err)
 	}
 	// The engine runs under its span, which ctx carries on top of rc
