@@ -4,6 +4,7 @@
 package jsonscan
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -213,17 +214,12 @@ func (r *Reader) Skip() ([]byte, error) {
 		c := r.b[r.i]
 		switch c {
 		case '"':
-			r.i++
-			for r.i < len(r.b) && r.b[r.i] != '"' {
-				if r.b[r.i] == '\\' {
-					r.i++
-				}
-				r.i++
-			}
-			if r.i >= len(r.b) {
+			end := stringEnd(r.b, r.i+1)
+			if end < 0 {
+				r.i = len(r.b)
 				return nil, r.errf("unterminated string")
 			}
-			r.i++
+			r.i = end + 1
 		case '{', '[':
 			depth++
 			r.i++
@@ -252,6 +248,28 @@ func (r *Reader) Skip() ([]byte, error) {
 		}
 	}
 	return nil, errors.New("tokenizer: json: unexpected end of input")
+}
+
+// stringEnd returns the index of the quote that ends the string whose
+// contents start at b[i], or -1. It jumps from quote to quote
+// (bytes.IndexByte): a quote preceded by an odd run of backslashes is
+// escaped.
+func stringEnd(b []byte, i int) int {
+	for {
+		k := bytes.IndexByte(b[i:], '"')
+		if k < 0 {
+			return -1
+		}
+		q := i + k
+		n := 0
+		for j := q - 1; j >= i && b[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
 }
 
 // Object iterates over the members of an object, calling fn with each key;

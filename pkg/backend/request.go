@@ -55,6 +55,10 @@ type Request struct {
 	// tell it from real traffic (in its metrics, say). Frontends never
 	// set it.
 	HealthCheck bool `json:"_HEALTH_CHECK,omitempty"`
+
+	// PromptJSON, when set, is TokenIDs already written as JSON
+	// (request_json.go); not sent itself.
+	PromptJSON *PromptJSON `json:"-"`
 }
 
 // Postprocess is what a worker that runs the output side needs of the

@@ -3,7 +3,7 @@ package backend
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
+	"slices"
 )
 
 // A long prompt is most of a Request on the wire: 60,000 token ids are
@@ -17,6 +17,34 @@ type requestFields Request
 
 // tokenIDsNull is how encoding/json writes requestFields' nil TokenIDs.
 var tokenIDsNull = []byte(`"token_ids":null`)
+
+// PromptJSON is a prompt's ids already written as a JSON array (the
+// preprocessor's conversation cache keeps the encoding of a conversation's
+// earlier prompt and writes only the ids it adds): Request.MarshalJSON
+// copies it instead of writing every id again. It stands for one slice of
+// ids: the very slice it was made for, not a copy or a longer one.
+type PromptJSON struct {
+	json  []byte
+	first *uint32
+	n     int
+}
+
+// NewPromptJSON returns the encoding b (AppendTokenIDs' output) of ids.
+func NewPromptJSON(ids []uint32, b []byte) *PromptJSON {
+	p := &PromptJSON{json: b, n: len(ids)}
+	if len(ids) > 0 {
+		p.first = &ids[0]
+	}
+	return p
+}
+
+// of returns the encoding when it is that of ids, else nil.
+func (p *PromptJSON) of(ids []uint32) []byte {
+	if p == nil || len(ids) != p.n || len(ids) > 0 && &ids[0] != p.first {
+		return nil
+	}
+	return p.json
+}
 
 // MarshalJSON writes r as encoding/json would, the prompt's ids directly.
 func (r *Request) MarshalJSON() ([]byte, error) {
@@ -33,23 +61,81 @@ func (r *Request) MarshalJSON() ([]byte, error) {
 		return b, nil
 	}
 	at := i + len(`"token_ids":`)
-	out := make([]byte, 0, len(b)+len(r.TokenIDs)*7+2)
+	if enc := r.PromptJSON.of(r.TokenIDs); enc != nil {
+		out := make([]byte, 0, len(b)+len(enc))
+		out = append(out, b[:at]...)
+		out = append(out, enc...)
+		return append(out, b[at+len("null"):]...), nil
+	}
+	out := make([]byte, 0, len(b)+len(r.TokenIDs)*11+2)
 	out = append(out, b[:at]...)
-	out = appendTokenIDs(out, r.TokenIDs)
+	out = AppendTokenIDs(out, r.TokenIDs)
 	return append(out, b[at+len("null"):]...), nil
 }
 
-// appendTokenIDs appends ids as a JSON array.
-func appendTokenIDs(b []byte, ids []uint32) []byte {
+// AppendTokenIDs appends ids as a JSON array.
+func AppendTokenIDs(b []byte, ids []uint32) []byte {
 	b = append(b, '[')
+	return append(AppendTokenIDList(b, ids, false), ']')
+}
+
+// AppendTokenIDList appends ids as the inside of a JSON array, with a
+// comma first when more is set (ids follow others). The digits are
+// written in place (a slice append per id costs more than the digits).
+func AppendTokenIDList(b []byte, ids []uint32, more bool) []byte {
+	b = slices.Grow(b, len(ids)*11)
 	for i, id := range ids {
-		if i > 0 {
+		if i > 0 || more {
 			b = append(b, ',')
 		}
-		b = strconv.AppendUint(b, uint64(id), 10)
+		n := decimalLen(id)
+		at := len(b)
+		b = b[:at+n]
+		for j := at + n; id >= 100; {
+			q := id / 100
+			r := (id - q*100) * 2
+			j -= 2
+			b[j], b[j+1] = digitPairs[r], digitPairs[r+1]
+			id = q
+		}
+		if id >= 10 {
+			b[at], b[at+1] = digitPairs[id*2], digitPairs[id*2+1]
+		} else {
+			b[at] = byte('0' + id)
+		}
 	}
-	return append(b, ']')
+	return b
 }
+
+// decimalLen is the number of decimal digits of v.
+func decimalLen(v uint32) int {
+	switch {
+	case v < 10:
+		return 1
+	case v < 100:
+		return 2
+	case v < 1000:
+		return 3
+	case v < 10000:
+		return 4
+	case v < 100000:
+		return 5
+	case v < 1000000:
+		return 6
+	case v < 10000000:
+		return 7
+	case v < 100000000:
+		return 8
+	case v < 1000000000:
+		return 9
+	}
+	return 10
+}
+
+// digitPairs holds "00" to "99".
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
 
 // DecodeRequest decodes a Request's JSON (json.Unmarshal's result and
 // errors): the prompt's ids, when they are a plain array of numbers under

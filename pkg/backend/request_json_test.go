@@ -95,3 +95,53 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 	})
 }
+
+// The ids are written as strconv writes them.
+func TestAppendTokenIDs(t *testing.T) {
+	ids := []uint32{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 65535, 151643, 4294967295}
+	want, _ := json.Marshal(ids)
+	if got := AppendTokenIDs(nil, ids); string(got) != string(want) {
+		t.Errorf("appendTokenIDs = %s, want %s", got, want)
+	}
+	if got := AppendTokenIDs(nil, nil); string(got) != "[]" {
+		t.Errorf("no ids: %s", got)
+	}
+}
+
+func BenchmarkRequestMarshalJSON(b *testing.B) {
+	r := &Request{Model: "m", TokenIDs: make([]uint32, 57000)}
+	for i := range r.TokenIDs {
+		r.TokenIDs[i] = uint32(i * 2654435761 % 151643)
+	}
+	for b.Loop() {
+		if _, err := r.MarshalJSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// A prompt's encoding given with its ids is what MarshalJSON writes; for
+// other ids (a copy, a longer slice) it is not used.
+func TestPromptJSONStandsForItsIds(t *testing.T) {
+	ids := []uint32{3, 1, 4}
+	enc := NewPromptJSON(ids, []byte("[3,1,4]"))
+	r := &Request{Model: "m", TokenIDs: ids, PromptJSON: enc}
+	got, _ := r.MarshalJSON()
+	want, _ := json.Marshal((*requestFields)(r))
+	if string(got) != string(want) {
+		t.Errorf("with its encoding: %s, want %s", got, want)
+	}
+	// A stage that builds other ids (a migration appends the generated
+	// ones) leaves the encoding behind.
+	r.TokenIDs = append(r.TokenIDs[:3:3], 5)
+	got, _ = r.MarshalJSON()
+	if !strings.Contains(string(got), `"token_ids":[3,1,4,5]`) {
+		t.Errorf("longer ids: %s", got)
+	}
+	r.TokenIDs = []uint32{3, 1, 4}
+	r.PromptJSON = NewPromptJSON(ids, []byte("[9,9,9]"))
+	got, _ = r.MarshalJSON()
+	if !strings.Contains(string(got), `"token_ids":[3,1,4]`) {
+		t.Errorf("a copy of the ids: %s", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer"
 )
 
@@ -47,8 +48,13 @@ type cachedPrompt struct {
 	ids  []uint32 // without the post-processor
 	cuts []tokenizer.Cut
 	sums []uint64 // hash of text[:cuts[i].Offset]
-	elem *list.Element
-	size int64
+	// json is ids written as the inside of a JSON array, and jsonAt[i]
+	// its length up to cuts[i]: a prompt resumed at a cut copies that
+	// much and writes only its own ids (backend.PromptJSON).
+	json   []byte
+	jsonAt []int
+	elem   *list.Element
+	size   int64
 }
 
 // cutHolder is the i-th cut of p.
@@ -62,8 +68,8 @@ func newConversationCache(budget int64) *conversationCache {
 }
 
 // encode returns the ids of text (tokenizer.Encode without special
-// tokens) and how many of them came from the cache.
-func (c *conversationCache) encode(tok *tokenizer.Tokenizer, text string) (ids []uint32, reused int, err error) {
+// tokens), their JSON encoding, and how many of them came from the cache.
+func (c *conversationCache) encode(tok *tokenizer.Tokenizer, text string) (ids []uint32, enc *backend.PromptJSON, reused int, err error) {
 	offsets := tok.CutOffsets(nil, text)
 	sums := c.sums(text, offsets)
 	from, at := c.lookup(text, offsets, sums)
@@ -73,7 +79,7 @@ func (c *conversationCache) encode(tok *tokenizer.Tokenizer, text string) (ids [
 		var ok bool
 		ids, after, ok, err = tok.Resume(text, from.cuts[at], from.ids)
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
 		if ok {
 			reused = from.cuts[at].Tokens
@@ -85,11 +91,43 @@ func (c *conversationCache) encode(tok *tokenizer.Tokenizer, text string) (ids [
 	}
 	if from == nil {
 		if ids, cuts, err = tok.EncodeCuts(text); err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
 	}
-	c.insert(text, ids, cuts, offsets, sums, from, at)
-	return ids, reused, nil
+	p := c.insert(text, ids, cuts, offsets, sums, from, at)
+	if p == nil || len(ids) == 0 {
+		return ids, nil, reused, nil
+	}
+	// The request gets the cache's ids, clipped so that a stage that
+	// appends to them (a migration) copies them first; nothing writes
+	// into a request's ids.
+	out := slices.Clip(p.ids)
+	b := make([]byte, 0, len(p.json)+2)
+	b = append(append(append(b, '['), p.json...), ']')
+	return out, backend.NewPromptJSON(out, b), reused, nil
+}
+
+// encodeJSON writes p's ids as JSON, from its prompt's at-th cut's when
+// it was resumed there (from's encoding up to it is copied), and the
+// length up to each cut.
+func encodeJSON(p, from *cachedPrompt, at int) {
+	p.jsonAt = make([]int, len(p.cuts))
+	done := 0 // ids written
+	if from != nil {
+		p.json = append(make([]byte, 0, from.jsonAt[at]+(len(p.ids)-p.cuts[at].Tokens)*11), from.json[:from.jsonAt[at]]...)
+		copy(p.jsonAt, from.jsonAt[:at+1])
+		done = p.cuts[at].Tokens
+		at++
+	} else {
+		p.json = make([]byte, 0, len(p.ids)*11)
+		at = 0
+	}
+	for i := at; i < len(p.cuts); i++ {
+		p.json = backend.AppendTokenIDList(p.json, p.ids[done:p.cuts[i].Tokens], done > 0)
+		done = p.cuts[i].Tokens
+		p.jsonAt[i] = len(p.json)
+	}
+	p.json = backend.AppendTokenIDList(p.json, p.ids[done:], done > 0)
 }
 
 // sums hashes text up to each offset.
@@ -125,9 +163,10 @@ func (c *conversationCache) lookup(text string, offsets []int, sums []uint64) (*
 }
 
 // insert adds the encoding of text, made from the prompt from (nil: none)
-// resumed at its cut at, and drops what exceeds the budget.
-func (c *conversationCache) insert(text string, ids []uint32, cuts []tokenizer.Cut, offsets []int, sums []uint64, from *cachedPrompt, at int) {
-	p := &cachedPrompt{text: text, ids: slices.Clone(ids), cuts: cuts}
+// resumed at its cut at, drops what exceeds the budget, and returns the
+// prompt added (nil if it was not: too large for the budget).
+func (c *conversationCache) insert(text string, ids []uint32, cuts []tokenizer.Cut, offsets []int, sums []uint64, from *cachedPrompt, at int) *cachedPrompt {
+	p := &cachedPrompt{text: text, ids: ids, cuts: cuts}
 	// The cuts' offsets are those CutOffsets found, whose sums are known.
 	p.sums = make([]uint64, len(cuts))
 	k := 0
@@ -136,13 +175,14 @@ func (c *conversationCache) insert(text string, ids []uint32, cuts []tokenizer.C
 			k++
 		}
 		if k == len(offsets) || offsets[k] != cut.Offset {
-			return // not expected: keep the cache as it was
+			return nil // not expected: keep the cache as it was
 		}
 		p.sums[i] = sums[k]
 	}
-	p.size = int64(len(text)) + 4*int64(len(p.ids)) + 24*int64(len(cuts)) + 128
+	encodeJSON(p, from, at)
+	p.size = int64(len(text)) + 4*int64(len(p.ids)) + int64(len(p.json)) + 32*int64(len(cuts)) + 128
 	if p.size > c.budget {
-		return
+		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -161,6 +201,7 @@ func (c *conversationCache) insert(text string, ids []uint32, cuts []tokenizer.C
 	for c.size > c.budget {
 		c.removeLocked(c.lru.Back().Value.(*cachedPrompt))
 	}
+	return p
 }
 
 // removeLocked drops p; c.mu is held.

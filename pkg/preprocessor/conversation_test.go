@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/openai"
 )
@@ -169,6 +170,7 @@ func TestConversationCacheGivesTheIdsOfAWholeEncoding(t *testing.T) {
 					if !slices.Equal(got.Request.TokenIDs, want.Request.TokenIDs) {
 						t.Fatalf("conversation %d turn %d: ids differ with the cache\nprompt %q\n got %v\nwant %v", ci, k, want.Prompt, got.Request.TokenIDs, want.Request.TokenIDs)
 					}
+					checkWire(t, got.Request)
 					if k > 0 {
 						total += len(want.Request.TokenIDs)
 						reused += int(cached.conv.reused.Load() - before)
@@ -207,6 +209,7 @@ func TestConversationCacheIsBounded(t *testing.T) {
 			if !slices.Equal(got.Request.TokenIDs, want.Request.TokenIDs) {
 				t.Fatalf("conversation %d turn %d: ids differ with the cache", i, k)
 			}
+			checkWire(t, got.Request)
 			if n, size := cached.conv.stats(); size > budget || n == 0 {
 				t.Fatalf("conversation %d turn %d: the cache holds %d prompts, %d bytes, over its %d", i, k, n, size, budget)
 			}
@@ -255,5 +258,27 @@ func TestConversationCacheConcurrentConversations(t *testing.T) {
 	}
 	if cached.conv.reused.Load() == 0 {
 		t.Error("no id came from the cache")
+	}
+}
+
+// checkWire checks that r goes on the wire as it would without the JSON
+// of its ids that the cache wrote.
+func checkWire(t *testing.T, r *backend.Request) {
+	t.Helper()
+	if r.PromptJSON == nil {
+		t.Fatal("the cache gave no JSON of the ids")
+	}
+	got, err := r.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := *r
+	plain.PromptJSON = nil
+	want, err := plain.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("the request on the wire differs with the cache's JSON of its ids")
 	}
 }

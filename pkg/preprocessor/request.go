@@ -48,6 +48,7 @@ func (m *Model) prepareChat(ctx context.Context, req *openai.ChatCompletionReque
 	}
 	p := &Prepared{}
 	var ids []uint32
+	var promptJSON *backend.PromptJSON // ids as JSON, when the conversation cache wrote them
 	switch nv := req.NvExt; {
 	case nv != nil && len(nv.TokenData) > 0:
 		ids = append([]uint32(nil), nv.TokenData...)
@@ -76,7 +77,7 @@ func (m *Model) prepareChat(ctx context.Context, req *openai.ChatCompletionReque
 		p.Prompt = text
 		tctx, tspan := m.tracer.Start(ctx, "tokenize")
 		var reused int
-		ids, reused, err = m.encodeChat(tctx, text)
+		ids, promptJSON, reused, err = m.encodeChat(tctx, text)
 		tspan.SetAttributes(attribute.Int("token_count", len(ids)), attribute.Int("tokens_reused", reused))
 		endSpan(tspan, err)
 		if err != nil {
@@ -112,6 +113,7 @@ func (m *Model) prepareChat(ctx context.Context, req *openai.ChatCompletionReque
 		presence: req.PresencePenalty, frequency: req.FrequencyPenalty,
 		logprobs: logprobs, guided: guided,
 	}, &req.CommonExt)
+	p.Request.PromptJSON = promptJSON
 	if err := m.checkRoom(p.Request, "messages"); err != nil {
 		return nil, err
 	}
@@ -238,21 +240,21 @@ func (m *Model) encode(ctx context.Context, text string, addSpecial bool, param 
 
 // encodeChat is encode for a rendered chat prompt (no special tokens
 // added: the template wrote them): through the conversation cache when
-// the model keeps one. It also returns how many of the ids the cache
-// gave.
-func (m *Model) encodeChat(ctx context.Context, text string) ([]uint32, int, error) {
+// the model keeps one, which also gives the ids' JSON. It also returns
+// how many of the ids the cache gave.
+func (m *Model) encodeChat(ctx context.Context, text string) ([]uint32, *backend.PromptJSON, int, error) {
 	if m.conv == nil {
 		ids, err := m.encode(ctx, text, false, "messages")
-		return ids, 0, err
+		return ids, nil, 0, err
 	}
 	if strings.IndexByte(text, 0) >= 0 {
 		text = strings.ReplaceAll(text, "\x00", "")
 	}
-	ids, reused, err := m.conv.encode(m.tok, text)
+	ids, enc, reused, err := m.conv.encode(m.tok, text)
 	if err != nil {
-		return nil, 0, invalidParam("messages", "cannot tokenize the prompt: %v", err)
+		return nil, nil, 0, invalidParam("messages", "cannot tokenize the prompt: %v", err)
 	}
-	return ids, reused, nil
+	return ids, enc, reused, nil
 }
 
 // checkVocab refuses token ids the model does not have. Without a

@@ -361,6 +361,9 @@ func (e *evaluator) eval(x expr, sc *scope) (any, error) {
 }
 
 func (e *evaluator) evalBin(x *binExpr, sc *scope) (any, error) {
+	if x.op == "+" || x.op == "~" {
+		return e.evalConcat(x, sc)
+	}
 	l, err := e.eval(x.l, sc)
 	if err != nil {
 		return nil, err
@@ -382,6 +385,56 @@ func (e *evaluator) evalBin(x *binExpr, sc *scope) (any, error) {
 		return nil, err
 	}
 	return binop(e.d, x.op, l, r)
+}
+
+// evalConcat evaluates a left-leaning chain of + and ~ (a + b ~ c + d)
+// left to right, as nested evalBin calls would, but joins a run of
+// strings with one allocation instead of copying the growing left side at
+// every step: templates build a message out of a long content that way.
+// Any operand that is not a string goes through binop, in order.
+func (e *evaluator) evalConcat(x *binExpr, sc *scope) (any, error) {
+	var chain []*binExpr // innermost first
+	var first expr = x
+	for {
+		b, ok := first.(*binExpr)
+		if !ok || (b.op != "+" && b.op != "~") {
+			break
+		}
+		chain = append(chain, b)
+		first = b.l
+	}
+	acc, err := e.eval(first, sc)
+	if err != nil {
+		return nil, err
+	}
+	var parts []string // a run of strings not yet joined, acc's value
+	if s, ok := acc.(string); ok {
+		parts = append(parts, s)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		r, err := e.eval(chain[i].r, sc)
+		if err != nil {
+			return nil, err
+		}
+		if rs, ok := r.(string); ok && parts != nil {
+			parts = append(parts, rs)
+			continue
+		}
+		if parts != nil {
+			acc = strings.Join(parts, "")
+			parts = nil
+		}
+		if acc, err = binop(e.d, chain[i].op, acc, r); err != nil {
+			return nil, err
+		}
+		if s, ok := acc.(string); ok {
+			parts = append(parts, s)
+		}
+	}
+	if parts != nil {
+		return strings.Join(parts, ""), nil
+	}
+	return acc, nil
 }
 
 func undefErr(v any) error {

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -35,16 +36,25 @@ type matcher struct {
 	noLetterSpace bool
 	// longest is the length of the longest pattern.
 	longest int
+	// only is the first byte of every pattern when they all share it
+	// (find jumps between its occurrences), else -1.
+	only int
 }
 
 func newMatcher(patterns []string, toks []*AddedToken) *matcher {
-	m := &matcher{edges: map[uint64]int32{}, term: []int32{-1}, toks: toks, noLetterSpace: true}
+	m := &matcher{edges: map[uint64]int32{}, term: []int32{-1}, toks: toks, noLetterSpace: true, only: -1}
 	for i, p := range patterns {
 		if p == "" {
 			continue
 		}
 		if toks[i].RStrip || toks[i].SingleWord || hasLetterSpace(p) {
 			m.noLetterSpace = false
+		}
+		switch {
+		case m.longest == 0:
+			m.only = int(p[0])
+		case m.only != int(p[0]):
+			m.only = -2 // more than one first byte
 		}
 		m.first[p[0]] = true
 		m.longest = max(m.longest, len(p))
@@ -63,13 +73,22 @@ func newMatcher(patterns []string, toks []*AddedToken) *matcher {
 			m.term[node] = int32(i) // first pattern wins on duplicates
 		}
 	}
+	if m.only < 0 {
+		m.only = -1
+	}
 	return m
 }
 
 // find returns the leftmost-longest match at or after from.
 func (m *matcher) find(s string, from int) (start, end int, tok *AddedToken) {
 	for i := from; i < len(s); i++ {
-		if !m.first[s[i]] {
+		if m.only >= 0 {
+			k := strings.IndexByte(s[i:], byte(m.only))
+			if k < 0 {
+				break
+			}
+			i += k
+		} else if !m.first[s[i]] {
 			continue
 		}
 		node, best := int32(0), -1
