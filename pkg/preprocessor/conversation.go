@@ -23,8 +23,10 @@ import (
 // of past assistant turns, say) shares only what it rendered the same.
 // The ids are those of a whole encoding, always.
 //
-// Prompts are found by a hash of their text up to each cut; a hit is
-// checked against the cached text before it is used. The cache holds at
+// Prompts are found by a hash of their text up to each cut, which names
+// the latest prompt that has it (prompts that share a beginning, a system
+// prompt say, share its hashes: one entry each, whatever their number);
+// a hit is checked against the cached text before it is used. The cache holds at
 // most its byte budget (text, ids and cuts), dropping the least recently
 // used prompt first; a prompt that the next turn extended from its last
 // cut is dropped at once (the new one holds all it held).
@@ -36,8 +38,8 @@ type conversationCache struct {
 
 	mu    sync.Mutex
 	size  int64
-	lru   list.List              // *cachedPrompt, most recently used first
-	byCut map[uint64][]cutHolder // hash of a prompt's text up to a cut
+	lru   list.List            // *cachedPrompt, most recently used first
+	byCut map[uint64]cutHolder // hash of a prompt's text up to a cut: the latest prompt with it
 }
 
 // cachedPrompt is one encoded prompt. Its text, ids, cuts and sums never
@@ -64,7 +66,7 @@ type cutHolder struct {
 }
 
 func newConversationCache(budget int64) *conversationCache {
-	return &conversationCache{budget: budget, seed: maphash.MakeSeed(), byCut: map[uint64][]cutHolder{}}
+	return &conversationCache{budget: budget, seed: maphash.MakeSeed(), byCut: map[uint64]cutHolder{}}
 }
 
 // encode returns the ids of text (tokenizer.Encode without special
@@ -150,13 +152,10 @@ func (c *conversationCache) lookup(text string, offsets []int, sums []uint64) (*
 	for k := len(offsets) - 1; k >= 0; k-- {
 		off := offsets[k]
 		c.mu.Lock()
-		holders := c.byCut[sums[k]]
+		h, ok := c.byCut[sums[k]]
 		c.mu.Unlock()
-		for _, h := range holders {
-			cut := h.p.cuts[h.i]
-			if cut.Offset == off && h.p.text[:off] == text[:off] {
-				return h.p, h.i
-			}
+		if ok && h.p.cuts[h.i].Offset == off && h.p.text[:off] == text[:off] {
+			return h.p, h.i
 		}
 	}
 	return nil, 0
@@ -195,7 +194,7 @@ func (c *conversationCache) insert(text string, ids []uint32, cuts []tokenizer.C
 	}
 	p.elem = c.lru.PushFront(p)
 	for i, s := range p.sums {
-		c.byCut[s] = append(c.byCut[s], cutHolder{p: p, i: i})
+		c.byCut[s] = cutHolder{p: p, i: i}
 	}
 	c.size += p.size
 	for c.size > c.budget {
@@ -213,12 +212,8 @@ func (c *conversationCache) removeLocked(p *cachedPrompt) {
 	p.elem = nil
 	c.size -= p.size
 	for _, s := range p.sums {
-		// A new slice: lookup reads the old one without the lock.
-		hs := slices.DeleteFunc(slices.Clone(c.byCut[s]), func(h cutHolder) bool { return h.p == p })
-		if len(hs) == 0 {
+		if c.byCut[s].p == p {
 			delete(c.byCut, s)
-		} else {
-			c.byCut[s] = hs
 		}
 	}
 }
