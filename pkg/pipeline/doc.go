@@ -6,9 +6,10 @@
 // (chat template, tokenizer) and its chain, each stage a
 // backend.Generator wrapping the next,
 //
-//	migration.Stage -> prefill.Stage -> [kv.Model] -> router.PushRouter -> runtime -> workers
+//	[admission.Stage] -> migration.Stage -> prefill.Stage -> [kv.Model] -> router.PushRouter -> runtime -> workers
 //
-// (the KV router only with RouterKV). Cards of model type Prefill are the
+// (the admission queue only with Config.Queue, the KV router only with
+// RouterKV). Cards of model type Prefill are the
 // model's prefill workers: they form its prefill pool, which its prefill
 // stage uses while the pool has workers (docs/disaggregation.md); they
 // are not a model of their own. Workers joining and leaving are
