@@ -20,7 +20,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/dynamo-go/dynamo/internal/version"
+	"github.com/dynamo-go/dynamo/cmd/internal/version"
 )
 
 func main() {

@@ -10,7 +10,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,12 +22,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/dynamo-go/dynamo/internal/envflag"
-	"github.com/dynamo-go/dynamo/internal/obsflags"
-	"github.com/dynamo-go/dynamo/internal/pprofserver"
-	"github.com/dynamo-go/dynamo/internal/rungroup"
+	"github.com/dynamo-go/dynamo/cmd/internal/cli"
+	"github.com/dynamo-go/dynamo/cmd/internal/envflag"
+	"github.com/dynamo-go/dynamo/cmd/internal/obsflags"
+	"github.com/dynamo-go/dynamo/cmd/internal/pprofserver"
+	"github.com/dynamo-go/dynamo/cmd/internal/rungroup"
 	"github.com/dynamo-go/dynamo/internal/runtimeflags"
-	"github.com/dynamo-go/dynamo/internal/version"
 	"github.com/dynamo-go/dynamo/pkg/frontend"
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
@@ -41,31 +40,11 @@ func main() { os.Exit(run(os.Args[1:], os.Getenv, os.Stderr, nil)) }
 // (printed), 2 for bad flags. ready, when not nil, receives the listening
 // address.
 func run(args []string, env func(string) string, stderr io.Writer, ready chan<- string) int {
-	fs := flag.NewFlagSet("frontend", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("frontend", stderr)
 	f := register(envflag.New(fs, env))
 	rf := runtimeflags.Register(fs, env)
-	showVersion := version.Flag(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: frontend [flags]")
-		fs.PrintDefaults()
-		fmt.Fprint(stderr, envHelp)
-		fmt.Fprint(stderr, runtimeflags.EnvHelp)
-		fmt.Fprint(stderr, obsflags.EnvHelp)
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "frontend: unexpected arguments %q\n", fs.Args())
-		return 2
-	}
-	if *showVersion {
-		version.Print(os.Stdout, "frontend")
-		return 0
+	if code, done := cli.Parse(fs, args, "usage: frontend [flags]\n", envHelp+runtimeflags.EnvHelp+obsflags.EnvHelp); done {
+		return code
 	}
 	s, serr := f.settings(env)
 	rcfg, rerr := rf.Config()

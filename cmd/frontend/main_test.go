@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynamo-go/dynamo/internal/envflag"
+	"github.com/dynamo-go/dynamo/cmd/internal/envflag"
 	"github.com/dynamo-go/dynamo/pkg/frontend"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )

@@ -6,12 +6,12 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
+	"github.com/dynamo-go/dynamo/pkg/mocker/modeldir"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer"
 )
 
@@ -40,7 +40,7 @@ func TestCannedResponsesAnswerThroughTheEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	if _, err := fillFromModel(t.Context(), &cfg, worker.Config{ModelPath: demoModel}, "auto", m.canned, log); err != nil {
+	if _, err := modeldir.Fill(t.Context(), &cfg, worker.Config{ModelPath: demoModel}, "auto", m.canned, log); err != nil {
 		t.Fatal(err)
 	}
 	e, err := mocker.New(cfg)
@@ -136,29 +136,11 @@ func TestCannedResponsesAnswerThroughTheEngine(t *testing.T) {
 	}
 }
 
-func TestCannedResponsesFileErrors(t *testing.T) {
-	dir := t.TempDir()
-	for _, tc := range []struct{ contents, want string }{
-		{`{"prompt_contains": "a", "text": "b"}`, "want a JSON list"},
-		{`[{"prompt_contains": "a", "text": "b"`, "want a JSON list"},
-		{`[{"prompt_contains": "", "text": "b"}]`, "entry 0: prompt_contains is empty"},
-		{`[{"prompt_contains": "a", "text": "b"}, {"prompt_contains": "c"}]`, "entry 1: want text or texts"},
-		{`[{"prompt_contains": "a", "txt": "b"}]`, `unknown field "txt"`},
-	} {
-		file := filepath.Join(dir, "canned.json")
-		if err := writeFile(file, tc.contents); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := loadCanned(file); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want an error containing %q", tc.contents, err, tc.want)
-		}
-	}
-	if _, err := loadCanned(filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "--canned-responses") {
-		t.Errorf("missing file: %v", err)
-	}
-}
-
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// outputVocabulary is the model's output vocabulary the mocker draws from
+// (main_test.go checks deterministic tokens against it).
+var outputVocabulary = modeldir.OutputVocabulary

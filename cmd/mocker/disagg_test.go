@@ -99,7 +99,7 @@ func TestPrefillAndDecodeMockerProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	waitFor(t, 30*time.Second, "two prefill cards and a decode card", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "two prefill cards and a decode card", func() bool {
 		return len(keys(t, cli, "v1/mdc/dynamo/prefill/generate/")) == 2 && len(keys(t, cli, "v1/mdc/dynamo/backend/generate/")) == 1
 	})
 	resp, err := cli.Get(t.Context(), "v1/mdc/", clientv3.WithPrefix())
@@ -147,7 +147,7 @@ func TestPrefillAndDecodeMockerProcesses(t *testing.T) {
 		return cl
 	}
 	pre, dec := client("prefill"), client("backend")
-	waitFor(t, 10*time.Second, "the caller to discover the workers", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the caller to discover the workers", func() bool {
 		return len(pre.InstanceIDs()) == 2 && len(dec.InstanceIDs()) == 1
 	})
 	call := func(cl *runtime.Client, id uint64, req backend.Request) ([]backend.Output, error) {

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dynamo-go/dynamo/internal/envflag"
+	"github.com/dynamo-go/dynamo/cmd/internal/envflag"
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
+	"github.com/dynamo-go/dynamo/pkg/mocker/modeldir"
 	"github.com/dynamo-go/dynamo/pkg/mocker/vllmapi"
 )
 
@@ -47,7 +48,7 @@ type mockerFlags struct {
 
 	// canned are the entries of the --canned-responses file (config
 	// reads it).
-	canned       []cannedEntry
+	canned       []modeldir.Canned
 	embeddingDim *int
 
 	// ports are the parsed bootstrap ports (config sets them): nil for
@@ -242,7 +243,7 @@ func (m *mockerFlags) config() (mocker.Config, string, error) {
 	}
 	if p := *m.cannedResponses; p != "" {
 		var err error
-		if m.canned, err = loadCanned(p); err != nil {
+		if m.canned, err = modeldir.ReadCanned(p); err != nil {
 			errs = append(errs, err)
 		}
 	}

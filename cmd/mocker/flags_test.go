@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynamo-go/dynamo/internal/envflag"
+	"github.com/dynamo-go/dynamo/cmd/internal/envflag"
 )
 
 func parseMocker(t *testing.T, env map[string]string, args ...string) (*mockerFlags, error) {

@@ -17,9 +17,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,65 +25,42 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/dynamo-go/dynamo/internal/envflag"
-	"github.com/dynamo-go/dynamo/internal/obsflags"
-	"github.com/dynamo-go/dynamo/internal/pprofserver"
-	"github.com/dynamo-go/dynamo/internal/rungroup"
-	"github.com/dynamo-go/dynamo/internal/version"
-	"github.com/dynamo-go/dynamo/internal/workerflags"
-	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/cmd/internal/cli"
+	"github.com/dynamo-go/dynamo/cmd/internal/envflag"
+	"github.com/dynamo-go/dynamo/cmd/internal/obsflags"
+	"github.com/dynamo-go/dynamo/cmd/internal/pprofserver"
+	"github.com/dynamo-go/dynamo/cmd/internal/rungroup"
+	"github.com/dynamo-go/dynamo/cmd/internal/workerflags"
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
-	"github.com/dynamo-go/dynamo/pkg/hfhub"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
+	"github.com/dynamo-go/dynamo/pkg/mocker/modeldir"
 	"github.com/dynamo-go/dynamo/pkg/mocker/vllmapi"
-	"github.com/dynamo-go/dynamo/pkg/modelcard"
-	"github.com/dynamo-go/dynamo/pkg/openai"
-	"github.com/dynamo-go/dynamo/pkg/preprocessor"
-	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Getenv, os.Stderr)) }
 
+// envHelp is what mocker --help prints below the flags.
+var envHelp = "\nEvery mocker flag can also be set as DYN_MOCKER_<FLAG> (e.g. DYN_MOCKER_SPEEDUP_RATIO=100).\n" +
+	workerflags.EnvHelp +
+	"  DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT  seconds after a signal before a forced exit with code 70 (30)\n" +
+	"  DYN_PPROF_ADDR                      serve Go profiles (/debug/pprof/) on this address (off)\n" +
+	obsflags.EnvHelp
+
 // run returns the exit code: 0 after a clean shutdown, 1 when a worker
 // failed (the reason is printed), 2 for bad flags.
 func run(args []string, env func(string) string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("mocker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("mocker", stderr)
 	wf := workerflags.Register(fs, env)
 	mf := registerMocker(envflag.New(fs, env))
-	showVersion := version.Flag(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mocker --model-path DIR|ORG/NAME [flags]")
-		fs.PrintDefaults()
-		fmt.Fprintln(stderr, "\nEvery mocker flag can also be set as DYN_MOCKER_<FLAG> (e.g. DYN_MOCKER_SPEEDUP_RATIO=100).")
-		fmt.Fprint(stderr, workerflags.EnvHelp)
-		fmt.Fprintln(stderr, "  DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT  seconds after a signal before a forced exit with code 70 (30)")
-		fmt.Fprintln(stderr, "  DYN_PPROF_ADDR                      serve Go profiles (/debug/pprof/) on this address (off)")
-		fmt.Fprint(stderr, obsflags.EnvHelp)
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "mocker: unexpected arguments %q\n", fs.Args())
-		return 2
-	}
-	if *showVersion {
-		version.Print(os.Stdout, "mocker")
-		return 0
+	if code, done := cli.Parse(fs, args, "usage: mocker --model-path DIR|ORG/NAME [flags]\n", envHelp); done {
+		return code
 	}
 	wcfg, rcfg, werr := wf.Configs()
 	mcfg, mode, merr := mf.config()
@@ -141,7 +116,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		}
 	}()
 	wcfg.TracerProvider = tp.TracerProvider()
-	model, err := fillFromModel(ctx, &mcfg, wcfg, *mf.kvCacheDType, mf.canned, log)
+	model, err := modeldir.Fill(ctx, &mcfg, wcfg, *mf.kvCacheDType, mf.canned, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "mocker:", err)
 		return 1
@@ -226,100 +201,17 @@ func runWorker(ctx context.Context, rcfg runtime.Config, wcfg worker.Config, mcf
 	return rungroup.Run(ctx, rt.Run, func(ctx context.Context) error { return worker.Run(ctx, rt, eng, wcfg) })
 }
 
-// modelInfo is what the vLLM API mode needs of the model besides the
-// engine's configuration.
-type modelInfo struct {
-	tok  *tokenizer.Tokenizer
-	eos  []uint32
-	card *modelcard.Card
-}
-
 // newVLLMServer builds the --serve-vllm-api server over a new engine.
-func newVLLMServer(v vllmapi.Config, m mocker.Config, model *modelInfo, log *slog.Logger) (*vllmapi.Server, error) {
+func newVLLMServer(v vllmapi.Config, m mocker.Config, model *modeldir.Model, log *slog.Logger) (*vllmapi.Server, error) {
 	eng, err := mocker.New(m)
 	if err != nil {
 		return nil, err
 	}
-	v.Model, v.ContextLength, v.BlockSize, v.NumGPUBlocks = m.Model, m.ContextLength, m.BlockSize, m.NumGPUBlocks
-	if v.ContextLength == 0 {
-		v.ContextLength = mocker.DefaultConfig().ContextLength
-	}
-	v.EOSTokenIDs, v.Tokenize, v.Detokenize = model.eos, model.tok.Encode, model.tok.Decode
-	if v.TokenizeChat, err = chatTokenizer(model.card); err != nil {
+	if err := model.FillVLLM(&v, m); err != nil {
 		return nil, err
 	}
 	v.Logger = log
 	return vllmapi.New(v, eng)
-}
-
-// fillFromModel takes the model name, the context length and the KV
-// bytes per token (for a prefill worker's transfer delay) from the model
-// directory when the flags do not set them, and builds the script of
-// canned answers and guided decoding with the model's tokenizer, which it
-// returns with the model's EOS ids.
-func fillFromModel(ctx context.Context, c *mocker.Config, w worker.Config, kvCacheDType string, canned []cannedEntry, log *slog.Logger) (*modelInfo, error) {
-	dir, err := hfhub.Resolve(ctx, w.Hub, w.ModelPath)
-	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", w.ModelPath, err)
-	}
-	card, err := modelcard.FromDir(dir, modelcard.Options{Name: w.ModelName, Source: w.ModelPath, ChatTemplateFile: w.ChatTemplateFile})
-	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", w.ModelPath, err)
-	}
-	c.Model = card.DisplayName
-	if c.ContextLength == 0 {
-		c.ContextLength = int(card.ContextLength)
-	}
-	tok, err := tokenizer.FromBytes(card.TokenizerJSON.Bytes())
-	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", w.ModelPath, err)
-	}
-	info := &modelInfo{tok: tok, eos: card.GenConfig.EOSTokenIDs, card: card}
-	c.OutputTokens = outputVocabulary(tok, card.GenConfig.EOSTokenIDs)
-	if c.Script, err = newScript(tok, canned, log); err != nil {
-		return nil, err
-	}
-	if c.DisaggregationMode == mocker.ModePrefill && c.KVBytesPerToken == 0 && c.KVTransferBandwidth > 0 {
-		var err error
-		if card.ConfigJSON == nil {
-			err = fmt.Errorf("%w: the model has no config.json", mocker.ErrNoKVShape)
-		} else {
-			c.KVBytesPerToken, err = mocker.KVBytesPerToken(card.ConfigJSON.Bytes(), kvCacheDType)
-		}
-		switch {
-		case errors.Is(err, mocker.ErrNoKVShape):
-			log.Info("mocker: no KV transfer delay (set --kv-bytes-per-token for one)", "model", w.ModelPath, "reason", err)
-		case err != nil:
-			return nil, fmt.Errorf("model %s: %w", w.ModelPath, err)
-		default:
-			log.Info("mocker: KV transfer delay", "kv_bytes_per_token", c.KVBytesPerToken, "gb_per_s", c.KVTransferBandwidth)
-		}
-	}
-	return info, nil
-}
-
-// outputVocabulary returns the model's ordinary tokens: ids that are not
-// special, not EOS, and decode on their own to non-empty valid UTF-8
-// without control characters.
-// Drawing output from them makes the mocker's answers decode to text (of
-// no meaning) and never end early on an EOS by chance.
-func outputVocabulary(tok *tokenizer.Tokenizer, eos []uint32) []uint32 {
-	skip := map[uint32]bool{}
-	for _, id := range eos {
-		skip[id] = true
-	}
-	var out []uint32
-	for id := uint32(0); int(id) < tok.VocabSize(); id++ {
-		if skip[id] || tok.IsSpecial(id) {
-			continue
-		}
-		s, err := tok.Decode([]uint32{id}, false)
-		if err != nil || s == "" || !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r == utf8.RuneError || unicode.IsControl(r) }) {
-			continue
-		}
-		out = append(out, id)
-	}
-	return out
 }
 
 func seconds(v string, def time.Duration) (time.Duration, error) {
@@ -331,42 +223,4 @@ func seconds(v string, def time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("%q: want a positive number of seconds", v)
 	}
 	return time.Duration(s * float64(time.Second)), nil
-}
-
-// chatTokenizer is the vLLM API's /tokenize for messages: the model's
-// chat template rendered and tokenized as the frontend does it
-// (pkg/preprocessor), so that engine preprocessing gives the frontend's
-// tokens. Nil when the model has no chat template.
-func chatTokenizer(card *modelcard.Card) (func(*backend.TokenizeRequest) ([]uint32, error), error) {
-	if card == nil || card.ChatTemplate == nil {
-		return nil, nil
-	}
-	m, err := preprocessor.NewModel(card, preprocessor.Options{})
-	if err != nil {
-		return nil, err
-	}
-	return func(tr *backend.TokenizeRequest) ([]uint32, error) {
-		req := &openai.ChatCompletionRequest{
-			AddGenerationPrompt:  &tr.AddGenerationPrompt,
-			ContinueFinalMessage: &tr.ContinueFinalMessage,
-			ChatTemplateKwargs:   tr.ChatTemplateKwargs,
-		}
-		if err := json.Unmarshal(tr.Messages, &req.Messages); err != nil {
-			return nil, fmt.Errorf("%w: messages: %v", vllmapi.ErrBadChat, err)
-		}
-		if len(tr.Tools) > 0 && string(tr.Tools) != "null" {
-			if err := json.Unmarshal(tr.Tools, &req.Tools); err != nil {
-				return nil, fmt.Errorf("%w: tools: %v", vllmapi.ErrBadChat, err)
-			}
-		}
-		text, err := m.RenderChat(req)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", vllmapi.ErrBadChat, err)
-		}
-		ids, err := m.Tokenizer().Encode(text, false)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", vllmapi.ErrBadChat, err)
-		}
-		return ids, nil
-	}, nil
 }

@@ -85,11 +85,6 @@ func keys(t *testing.T, cli *clientv3.Client, prefix string) []string {
 	return out
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testenv.WaitFor(t, d, what, cond)
-}
-
 // Two mocker processes register in a real etcd (instance and card keys);
 // SIGTERM removes one's keys at once while its in-flight stream finishes;
 // SIGKILL leaves the other's keys until the lease expires.
@@ -109,7 +104,7 @@ func TestMockerProcessesRegisterDrainAndExpire(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	waitFor(t, 30*time.Second, "two instances and two model cards", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "two instances and two model cards", func() bool {
 		return len(keys(t, cli, "v1/instances/dynamo/backend/generate/")) == 2 && len(keys(t, cli, "v1/mdc/dynamo/backend/generate/")) == 2
 	})
 
@@ -126,7 +121,7 @@ func TestMockerProcessesRegisterDrainAndExpire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the caller to discover both", func() bool { return len(cl.InstanceIDs()) == 2 })
+	testenv.WaitFor(t, 10*time.Second, "the caller to discover both", func() bool { return len(cl.InstanceIDs()) == 2 })
 	// Which process owns which id: SIGTERM a, then see which id leaves.
 	const maxTokens = 60
 	req, _ := json.Marshal(backend.Request{Model: "demo", TokenIDs: []uint32{1, 2, 3, 4}, StopConditions: backend.StopConditions{MaxTokens: backend.Ptr(uint32(maxTokens))}})
@@ -158,7 +153,7 @@ func TestMockerProcessesRegisterDrainAndExpire(t *testing.T) {
 	<-firstToken
 	<-firstToken
 	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	waitFor(t, 2*time.Second, "SIGTERM to remove the worker's keys at once", func() bool {
+	testenv.WaitFor(t, 2*time.Second, "SIGTERM to remove the worker's keys at once", func() bool {
 		return len(keys(t, cli, "v1/instances/dynamo/backend/generate/")) == 1 && len(keys(t, cli, "v1/mdc/dynamo/backend/generate/")) == 1
 	})
 	tok, err := tokenizer.FromDir("../../models/demo")
@@ -198,7 +193,7 @@ func TestMockerProcessesRegisterDrainAndExpire(t *testing.T) {
 	if n := len(keys(t, cli, "v1/instances/dynamo/backend/generate/")); n != 1 {
 		t.Fatalf("right after SIGKILL %d instance keys, want 1 (until the lease expires)", n)
 	}
-	waitFor(t, 15*time.Second, "the killed worker's lease to expire", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the killed worker's lease to expire", func() bool {
 		return len(keys(t, cli, "v1/instances/")) == 0 && len(keys(t, cli, "v1/mdc/")) == 0
 	})
 }
@@ -386,7 +381,7 @@ func TestMockerPassesItsHealthChecks(t *testing.T) {
 	})
 	listening := regexp.MustCompile(`msg="runtime: status server listening" addr=(\S+)`)
 	var addr string
-	waitFor(t, 30*time.Second, "the status server's address", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the status server's address", func() bool {
 		if m := listening.FindStringSubmatch(logs.String()); m != nil {
 			addr = m[1]
 		}
@@ -402,7 +397,7 @@ func TestMockerPassesItsHealthChecks(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	passed := regexp.MustCompile(`dynamo_component_health_checks_total\{[^}]*result="pass"\} ([1-9][0-9]*)`)
-	waitFor(t, 30*time.Second, "two passing health checks", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "two passing health checks", func() bool {
 		_, metrics := get("/metrics")
 		m := passed.FindStringSubmatch(metrics)
 		return m != nil && m[1] != "1"
@@ -439,14 +434,14 @@ func TestServeVLLMAPI(t *testing.T) {
 	listening := regexp.MustCompile(`msg="mocker: vLLM API listening" addr=(\S+)`)
 	publishing := regexp.MustCompile(`msg="mocker: vLLM KV events publishing" pub=(\S+) replay=(\S+)`)
 	var addr string
-	waitFor(t, 30*time.Second, "the vLLM API's address", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the vLLM API's address", func() bool {
 		if m := listening.FindStringSubmatch(logs.String()); m != nil {
 			addr = m[1]
 		}
 		return addr != ""
 	})
 	// The KV event sockets are logged just after the HTTP address.
-	waitFor(t, 10*time.Second, "the KV event sockets' addresses", func() bool { return publishing.MatchString(logs.String()) })
+	testenv.WaitFor(t, 10*time.Second, "the KV event sockets' addresses", func() bool { return publishing.MatchString(logs.String()) })
 	if m := publishing.FindStringSubmatch(logs.String()); m == nil || !strings.HasPrefix(m[1], "127.0.0.1:") || !strings.HasPrefix(m[2], "127.0.0.1:") {
 		t.Errorf("KV events addresses logged as %q", m)
 	}
@@ -458,7 +453,7 @@ func TestServeVLLMAPI(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	waitFor(t, 30*time.Second, "/health 200", func() bool { return health() == http.StatusOK })
+	testenv.WaitFor(t, 30*time.Second, "/health 200", func() bool { return health() == http.StatusOK })
 	resp, err := http.Post("http://"+addr+"/v1/completions", "application/json",
 		strings.NewReader(`{"prompt": "Hello there", "max_tokens": 4, "return_token_ids": true}`))
 	if err != nil {

@@ -52,8 +52,9 @@ func TestKVEventsPerDataParallelRank(t *testing.T) {
 		mc.DPSize = 2
 		vc.KVEvents = vllmapi.KVEventsConfig{Port: 0, ReplayPort: 0}
 	})
+	var log testenv.Buffer
 	src, err := newKVEventSource(kvEventsConfig{Endpoint: "tcp://" + s.KVEventsAddr(), ReplayEndpoint: "tcp://" + s.ReplayAddr(), Ranks: 2},
-		4, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+		4, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,11 @@ func TestKVEventsPerDataParallelRank(t *testing.T) {
 	if got := b.KVEventSources(); len(got) != 2 {
 		t.Fatalf("KV event sources %v, want ranks 0 and 1", got)
 	}
-	time.Sleep(300 * time.Millisecond) // the subscriptions reach the publishers
+	// Both ranks' subscribers have dialled their publishers, their
+	// subscription sent as they connect.
+	testenv.WaitFor(t, 10*time.Second, "both ranks' subscribers to connect", func() bool {
+		return strings.Count(log.String(), "kvevents: connected to the engine's event publisher") == 2
+	})
 	for _, rank := range []uint32{1, 0} {
 		req := &backend.Request{TokenIDs: []uint32{11, 12, 13, 14, 15, 16, 17, 18, 19}, StopConditions: backend.StopConditions{MaxTokens: backend.Ptr[uint32](2)},
 			Routing: &backend.Routing{DPRank: backend.Ptr(rank)}}

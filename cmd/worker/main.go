@@ -13,7 +13,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,11 +24,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/dynamo-go/dynamo/internal/envflag"
-	"github.com/dynamo-go/dynamo/internal/obsflags"
-	"github.com/dynamo-go/dynamo/internal/rungroup"
-	"github.com/dynamo-go/dynamo/internal/version"
-	"github.com/dynamo-go/dynamo/internal/workerflags"
+	"github.com/dynamo-go/dynamo/cmd/internal/cli"
+	"github.com/dynamo-go/dynamo/cmd/internal/envflag"
+	"github.com/dynamo-go/dynamo/cmd/internal/obsflags"
+	"github.com/dynamo-go/dynamo/cmd/internal/rungroup"
+	"github.com/dynamo-go/dynamo/cmd/internal/workerflags"
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/bridge"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
@@ -141,37 +140,25 @@ func (f *engineFlags) config() (bridge.Config, error) {
 	return cfg, nil
 }
 
+// usage and envHelp are what worker --help prints above and below the
+// flags.
+const usage = `usage: worker --engine vllm|sglang|llamacpp --engine-url URL --model-path DIR|ORG/NAME [flags]
+       worker --engine llamacpp --engine-url URL --native-framework-processing [--model-path FILE.gguf] [flags]
+`
+
+var envHelp = "\nEvery engine flag can also be set as DYN_WORKER_<FLAG> (e.g. DYN_WORKER_ENGINE_URL). Engines: docs/engines.md.\n" +
+	workerflags.EnvHelp + obsflags.EnvHelp
+
 // run returns the exit code: 0 after a clean shutdown, 1 when the worker
 // failed (an engine that does not answer, a model mismatch), 2 for bad
 // flags.
 func run(args []string, env func(string) string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("worker", stderr)
 	wf := workerflags.Register(fs, env)
 	ef := registerEngine(envflag.New(fs, env))
 	pf := registerProcessing(envflag.New(fs, env))
-	showVersion := version.Flag(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: worker --engine vllm|sglang|llamacpp --engine-url URL --model-path DIR|ORG/NAME [flags]")
-		fmt.Fprintln(stderr, "       worker --engine llamacpp --engine-url URL --native-framework-processing [--model-path FILE.gguf] [flags]")
-		fs.PrintDefaults()
-		fmt.Fprintln(stderr, "\nEvery engine flag can also be set as DYN_WORKER_<FLAG> (e.g. DYN_WORKER_ENGINE_URL). Engines: docs/engines.md.")
-		fmt.Fprint(stderr, workerflags.EnvHelp)
-		fmt.Fprint(stderr, obsflags.EnvHelp)
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "worker: unexpected arguments %q\n", fs.Args())
-		return 2
-	}
-	if *showVersion {
-		version.Print(os.Stdout, "worker")
-		return 0
+	if code, done := cli.Parse(fs, args, usage, envHelp); done {
+		return code
 	}
 	proc, perr := pf.processing(*ef.engine)
 	wf.ModelPathOptional = nativeGGUF(*ef.engine, proc)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dynamo-go/dynamo/internal/envflag"
+	"github.com/dynamo-go/dynamo/cmd/internal/envflag"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 )
 

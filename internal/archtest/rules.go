@@ -15,8 +15,8 @@ const Module = "github.com/dynamo-go/dynamo"
 
 // Allowed maps a package tree (by module-relative path) to the project
 // trees it may import. A tree may always import within itself. Trees not
-// listed here under pkg/ or internal/ are violations until added: a new
-// package has to take its place in the pipeline.
+// listed here under pkg/, internal/ or cmd/internal/ are violations until
+// added: a new package has to take its place in the pipeline.
 var Allowed = map[string][]string{
 	"pkg/openai":                 {},
 	"pkg/kvblock":                {},
@@ -27,9 +27,11 @@ var Allowed = map[string][]string{
 	"pkg/backend":                {"pkg/runtime", "pkg/telemetry"},
 	"pkg/backend/worker":         {"pkg/backend", "pkg/runtime", "pkg/kvblock", "pkg/modelcard", "pkg/hfhub", "pkg/telemetry"},
 	"pkg/mocker":                 {"pkg/backend", "pkg/runtime", "pkg/kvblock", "pkg/telemetry"},
+	"pkg/mocker/modeldir":        {"pkg/mocker", "pkg/backend", "pkg/hfhub", "pkg/modelcard", "pkg/preprocessor", "pkg/openai"},
 	"pkg/kvevents":               {"pkg/kvblock", "pkg/telemetry"},
 	"pkg/bridge":                 {"pkg/backend", "pkg/runtime", "pkg/kvblock", "pkg/telemetry", "pkg/preprocessor/tokenizer"},
-	"pkg/mocker/vllmapi":         {"pkg/mocker", "pkg/backend", "pkg/kvblock", "pkg/runtime", "pkg/telemetry"},
+	"pkg/bridge/vllmwire":        {},
+	"pkg/mocker/vllmapi":         {"pkg/mocker", "pkg/backend", "pkg/kvblock", "pkg/runtime", "pkg/telemetry", "pkg/bridge/vllmwire"},
 	"pkg/router":                 {"pkg/runtime", "pkg/backend", "pkg/kvblock", "pkg/telemetry"},
 	"pkg/migration":              {"pkg/runtime", "pkg/backend", "pkg/telemetry"},
 	"pkg/prefill":                {"pkg/router", "pkg/runtime", "pkg/backend", "pkg/telemetry"},
@@ -42,15 +44,18 @@ var Allowed = map[string][]string{
 	"internal/testenv":           {},
 	"internal/testgguf":          {"pkg/preprocessor/tokenizer", "internal/jsonscan"},
 	"internal/jsonscan":          {},
-	"internal/pprofserver":       {},
 	"internal/archtest":          {},
-	"internal/envflag":           {},
-	"internal/rungroup":          {},
-	"internal/runtimeflags":      {"pkg/runtime", "pkg/telemetry"},
-	"internal/workerflags":       {"internal/runtimeflags", "pkg/backend/worker", "pkg/backend", "pkg/hfhub", "pkg/runtime", "pkg/telemetry", "pkg/preprocessor/toolcall", "pkg/preprocessor/reasoning"},
 	"internal/loadgen":           {"pkg/openai"},
-	"internal/obsflags":          {"pkg/telemetry"},
-	"internal/version":           {},
+	"internal/runtimeflags":      {"pkg/runtime", "pkg/telemetry"},
+
+	// The commands' support floor: only cmd/ may import cmd/internal.
+	"cmd/internal/cli":         {"cmd/internal/version"},
+	"cmd/internal/envflag":     {},
+	"cmd/internal/obsflags":    {"pkg/telemetry"},
+	"cmd/internal/pprofserver": {},
+	"cmd/internal/rungroup":    {},
+	"cmd/internal/version":     {},
+	"cmd/internal/workerflags": {"internal/runtimeflags", "pkg/backend/worker", "pkg/backend", "pkg/hfhub", "pkg/runtime", "pkg/telemetry", "pkg/preprocessor/toolcall", "pkg/preprocessor/reasoning"},
 }
 
 // Forbidden carves subtrees out of what Allowed permits, in production
@@ -79,8 +84,17 @@ var Forbidden = map[string][]string{
 
 // Unrestricted trees compose everything: binaries, examples, end-to-end
 // tests, and deployment files whose tests build the processes' metric
-// registries.
+// registries. The commands' support floor (CommandOnly) is not
+// unrestricted: its packages keep to their Allowed lists.
 var Unrestricted = []string{"cmd", "examples", "test", "deploy"}
+
+// CommandOnly is the support floor of the commands: helpers only cmd/
+// uses (flags bound to the environment, the command-line prologue,
+// running owners, pprof, --version). Go already refuses an import of it
+// from outside cmd/; the rule is stated here with the others.
+// internal/runtimeflags stays in internal/: examples/hello reads the
+// runtime's flags and environment as the commands do.
+const CommandOnly = "cmd/internal"
 
 // testOnly trees may be imported only from _test.go files (and
 // unrestricted trees, and their own: internal/testgguf's command).
@@ -128,7 +142,10 @@ func Check(fsys fs.FS) ([]string, error) {
 }
 
 func violation(from, to string, isTest bool) string {
-	if tree(from, Unrestricted) != "" {
+	if within(to, CommandOnly) && !within(from, "cmd") {
+		return "command support (" + CommandOnly + ") outside cmd/"
+	}
+	if tree(from, Unrestricted) != "" && !within(from, CommandOnly) {
 		return ""
 	}
 	if t := tree(to, testOnly); t != "" && !isTest && !within(from, t) {

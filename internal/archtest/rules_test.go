@@ -47,17 +47,27 @@ func TestCheckCatchesViolations(t *testing.T) {
 		"pkg/migration/w.go":           file("pkg/backend/worker"),                   // the worker on the frontend side
 		"pkg/router/g.go":              file("internal/testgguf"),                    // test infra in prod
 		"internal/testgguf/cmd/c/m.go": file("internal/testgguf"),                    // test infra's own command
+		"cmd/worker/w.go":              file("cmd/internal/rungroup", "pkg/backend"), // commands use their floor
+		"cmd/internal/cli/c.go":        file("cmd/internal/version"),                 // fine
+		"cmd/internal/envflag/e.go":    file("pkg/runtime"),                          // the floor keeps to its list
+		"cmd/internal/newflag/n.go":    file("pkg/runtime"),                          // not placed
+		"examples/x/m.go":              file("cmd/internal/envflag"),                 // command support outside cmd/
+		"pkg/router/c.go":              file("cmd/internal/rungroup"),                // same
 	}
 	bad, err := Check(fsys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
+		"cmd/internal/envflag/e.go imports",
+		"cmd/internal/newflag/n.go imports",
+		"examples/x/m.go imports",
 		"pkg/frontend/kv.go imports",
 		"pkg/frontend/w.go imports",
 		"pkg/migration/w.go imports",
 		"pkg/newthing/n.go imports",
 		"pkg/openai/o.go imports",
+		"pkg/router/c.go imports",
 		"pkg/router/g.go imports",
 		"pkg/router/x.go imports",
 		"pkg/runtime/r.go imports",

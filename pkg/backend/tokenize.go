@@ -52,6 +52,9 @@ type TokenizeResponse struct {
 // of a conversation, or of a text (TokenizeRequest.Prompt); a request the
 // engine refuses is an error wrapping ErrInvalidArgument, with the
 // engine's message.
+//
+// A worker serves its engine's on TokenizeEndpoint; the frontend's
+// preprocessor asks one through it (preprocessor.Options.EngineTokenizer).
 type ChatTokenizer interface {
 	TokenizeChat(ctx context.Context, req *TokenizeRequest) ([]uint32, error)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/bridge/vllmwire"
 )
 
 // vllm speaks vLLM's OpenAI-compatible server. Requests go to its
@@ -22,54 +23,6 @@ import (
 // choices). A request that needs what only completions has (the engine's
 // text, beam search) goes to completions either way.
 type vllm struct{}
-
-// vllmRequest is the body of POST /v1/completions (vLLM's
-// CompletionRequest, the fields the bridge uses).
-type vllmRequest struct {
-	Model                  string          `json:"model,omitempty"`
-	Prompt                 []uint32        `json:"prompt"`
-	Stream                 bool            `json:"stream"`
-	StreamOptions          vllmStreamOpts  `json:"stream_options"`
-	ReturnTokenIDs         bool            `json:"return_token_ids"`
-	MaxTokens              *uint32         `json:"max_tokens,omitempty"`
-	MinTokens              *uint32         `json:"min_tokens,omitempty"`
-	IgnoreEOS              *bool           `json:"ignore_eos,omitempty"`
-	StopTokenIDs           []uint32        `json:"stop_token_ids,omitempty"`
-	IncludeStopStrInOutput *bool           `json:"include_stop_str_in_output,omitempty"`
-	Temperature            *float64        `json:"temperature,omitempty"`
-	TopP                   *float64        `json:"top_p,omitempty"`
-	TopK                   *int            `json:"top_k,omitempty"`
-	MinP                   *float64        `json:"min_p,omitempty"`
-	Seed                   *int64          `json:"seed,omitempty"`
-	PresencePenalty        *float64        `json:"presence_penalty,omitempty"`
-	FrequencyPenalty       *float64        `json:"frequency_penalty,omitempty"`
-	RepetitionPenalty      *float64        `json:"repetition_penalty,omitempty"`
-	N                      *int            `json:"n,omitempty"`
-	UseBeamSearch          *bool           `json:"use_beam_search,omitempty"`
-	LengthPenalty          *float64        `json:"length_penalty,omitempty"`
-	Logprobs               *uint32         `json:"logprobs,omitempty"`
-	ReturnTokensAsTokenIDs *bool           `json:"return_tokens_as_token_ids,omitempty"`
-	SkipSpecialTokens      bool            `json:"skip_special_tokens"`
-	StructuredOutputs      *vllmStructured `json:"structured_outputs,omitempty"`
-	CacheSalt              *string         `json:"cache_salt,omitempty"`
-	Priority               *int            `json:"priority,omitempty"`
-	ThinkingTokenBudget    *uint32         `json:"thinking_token_budget,omitempty"`
-}
-
-type vllmStreamOpts struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-// vllmStructured is vLLM's StructuredOutputsParams (the structured_outputs
-// field, which replaced the guided_* fields).
-type vllmStructured struct {
-	JSON              json.RawMessage `json:"json,omitempty"`
-	Regex             string          `json:"regex,omitempty"`
-	Choice            []string        `json:"choice,omitempty"`
-	Grammar           string          `json:"grammar,omitempty"`
-	WhitespacePattern string          `json:"whitespace_pattern,omitempty"`
-	StructuralTag     string          `json:"structural_tag,omitempty"`
-}
 
 func (vllm) health(ctx context.Context, e *Engine) error { return e.getOK(ctx, "/health") }
 
@@ -105,7 +58,7 @@ func (vllm) info(ctx context.Context, e *Engine) (engineInfo, error) {
 }
 
 // vllmCommon are the checks and the pieces both vLLM endpoints share.
-func vllmCommon(req *backend.Request) (*vllmStructured, http.Header, error) {
+func vllmCommon(req *backend.Request) (*vllmwire.StructuredOutputs, http.Header, error) {
 	so := req.SamplingOptions
 	if so.BestOf != nil && *so.BestOf > 1 {
 		return nil, nil, refuse(DialectVLLM, "best_of %d (its OpenAI server dropped best_of)", *so.BestOf)
@@ -120,9 +73,9 @@ func vllmCommon(req *backend.Request) (*vllmStructured, http.Header, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var s *vllmStructured
+	var s *vllmwire.StructuredOutputs
 	if g != nil {
-		s = &vllmStructured{JSON: g.JSON, Regex: g.Regex, Choice: g.Choice, Grammar: g.Grammar, WhitespacePattern: g.WhitespacePattern}
+		s = &vllmwire.StructuredOutputs{JSON: g.JSON, Regex: g.Regex, Choice: g.Choice, Grammar: g.Grammar, WhitespacePattern: g.WhitespacePattern}
 		if present(g.StructuralTag) {
 			s.StructuralTag = schemaText(g.StructuralTag)
 		}
@@ -171,11 +124,11 @@ func (vllm) request(req *backend.Request, info engineInfo) (engineCall, error) {
 		return vllmGenerateCall(req, info, structured, header), nil
 	}
 	so, sc := req.SamplingOptions, req.StopConditions
-	body := vllmRequest{
+	body := vllmwire.CompletionRequest{
 		Model:                  vllmModel(req, info),
 		Prompt:                 req.TokenIDs,
 		Stream:                 true,
-		StreamOptions:          vllmStreamOpts{IncludeUsage: true},
+		StreamOptions:          vllmwire.StreamOptions{IncludeUsage: true},
 		ReturnTokenIDs:         true,
 		MaxTokens:              maxTokens(req, info),
 		MinTokens:              sc.MinTokens,
@@ -211,12 +164,14 @@ func (vllm) request(req *backend.Request, info engineInfo) (engineCall, error) {
 	if r := req.Routing; r != nil {
 		body.CacheSalt, body.Priority = r.CacheSalt, r.Priority
 	}
-	return engineCall{path: "/v1/completions", body: body, header: header}, nil
+	return engineCall{path: vllmwire.CompletionsPath, body: body, header: header}, nil
 }
 
-// vllmChunk is one streamed CompletionStreamResponse, or one
-// GenerateStreamResponse of /inference/v1/generate (no text, no
-// stop_reason, logprobs in the chat shape).
+// vllmChunk is one streamed vllmwire.CompletionStreamResponse, or one
+// vllmwire.GenerateStreamResponse of /inference/v1/generate (no text, no
+// stop_reason, logprobs in the chat shape), or an error event: one view
+// of the fields the bridge reads, so that one decoder reads both
+// endpoints (a choice's logprobs are decoded by the endpoint's shape).
 type vllmChunk struct {
 	Choices []struct {
 		Index        int             `json:"index"`
@@ -226,14 +181,8 @@ type vllmChunk struct {
 		StopReason   json.RawMessage `json:"stop_reason"`
 		Logprobs     json.RawMessage `json:"logprobs"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens        int `json:"prompt_tokens"`
-		CompletionTokens    int `json:"completion_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens int `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-	} `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Usage *vllmwire.UsageInfo `json:"usage"`
+	Error json.RawMessage     `json:"error"`
 }
 
 // vllmChoice is the state of one choice of a stream.
@@ -241,13 +190,6 @@ type vllmChoice struct {
 	emitted int
 	last    uint32          // the last token id, when emitted > 0
 	finish  *backend.Output // its terminal, held until the usage arrives
-}
-
-// vllmCompletionLogprobs is a completions choice's logprobs.
-type vllmCompletionLogprobs struct {
-	Tokens        []string             `json:"tokens"`
-	TokenLogprobs []*float64           `json:"token_logprobs"`
-	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
 }
 
 type vllmDecoder struct {
@@ -266,7 +208,7 @@ func (vllm) decoder(req *backend.Request, info engineInfo, call engineCall) stre
 	if req.SamplingOptions.N != nil && *req.SamplingOptions.N > 1 {
 		n = *req.SamplingOptions.N
 	}
-	return &vllmDecoder{req: req, text: info.text, generate: call.path == vllmGeneratePath, n: n, choices: make([]vllmChoice, n),
+	return &vllmDecoder{req: req, text: info.text, generate: call.path == vllmwire.GeneratePath, n: n, choices: make([]vllmChoice, n),
 		prompt: len(req.TokenIDs), cached: -1, maxTokens: maxTokens(req, info)}
 }
 
@@ -346,7 +288,7 @@ func (d *vllmDecoder) logprobs(o *backend.Output, raw json.RawMessage) error {
 	if d.generate {
 		return vllmChatLogprobs(o, raw)
 	}
-	var lp vllmCompletionLogprobs
+	var lp vllmwire.CompletionLogProbs
 	if err := json.Unmarshal(raw, &lp); err != nil {
 		return fmt.Errorf("bridge: %w: the vllm engine sent malformed logprobs: %v", backend.ErrStreamIncomplete, err)
 	}
@@ -444,12 +386,13 @@ func (d *vllmDecoder) inferFinish(st *vllmChoice) (backend.FinishKind, bool) {
 func (d *vllmDecoder) cancelled() []*backend.Output { return d.terminals(true) }
 
 // vllmLogprobs sets o's logprobs from vLLM's completions logprobs, whose
-// tokens are "token_id:<id>" (return_tokens_as_token_ids).
-func vllmLogprobs(o *backend.Output, lps []*float64, tokens []string, top []map[string]float64) {
+// tokens are "token_id:<id>" (return_tokens_as_token_ids); a missing (or
+// null) logprob is 0.
+func vllmLogprobs(o *backend.Output, lps []float64, tokens []string, top []map[string]float64) {
 	for i := range o.TokenIDs {
 		lp := 0.0
-		if i < len(lps) && lps[i] != nil {
-			lp = *lps[i]
+		if i < len(lps) {
+			lp = lps[i]
 		}
 		o.LogProbs = append(o.LogProbs, lp)
 	}

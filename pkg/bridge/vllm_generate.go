@@ -12,19 +12,8 @@ import (
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/bridge/vllmwire"
 )
-
-// vLLM's token-in/token-out endpoint (vllm/entrypoints/serve/disagg in
-// vLLM's tree): POST /inference/v1/generate takes a GenerateRequest,
-// {request_id?, token_ids, sampling_params (vLLM's SamplingParams), model,
-// stream, stream_options, cache_salt, priority, kv_transfer_params}, and
-// streams GenerateStreamResponse chunks, {request_id, choices: [{index,
-// logprobs (chat shape), finish_reason, token_ids}], usage}, one per
-// engine output that has new tokens (a finish comes with the last token),
-// then with include_usage a chunk with no choices and the usage, then
-// "data: [DONE]". Streaming arrived after the endpoint itself: Start
-// probes that it streams (vllmUseGenerate).
-const vllmGeneratePath = "/inference/v1/generate"
 
 // How a vLLM engine is driven (Config.VLLMAPI).
 const (
@@ -42,49 +31,17 @@ const (
 // freshly loaded engine's first step may be slow).
 const probeTimeout = 30 * time.Second
 
-// vllmGenerateRequest is the body of POST /inference/v1/generate (the
-// fields the bridge uses).
-type vllmGenerateRequest struct {
-	Model          string             `json:"model,omitempty"`
-	TokenIDs       []uint32           `json:"token_ids"`
-	SamplingParams vllmSamplingParams `json:"sampling_params"`
-	Stream         bool               `json:"stream"`
-	StreamOptions  *vllmStreamOpts    `json:"stream_options,omitempty"`
-	CacheSalt      *string            `json:"cache_salt,omitempty"`
-	Priority       *int               `json:"priority,omitempty"`
-}
-
-// vllmSamplingParams is vLLM's SamplingParams (the fields the bridge
-// uses). detokenize false: the bridge reads token ids only.
-type vllmSamplingParams struct {
-	N                   *int            `json:"n,omitempty"`
-	PresencePenalty     *float64        `json:"presence_penalty,omitempty"`
-	FrequencyPenalty    *float64        `json:"frequency_penalty,omitempty"`
-	RepetitionPenalty   *float64        `json:"repetition_penalty,omitempty"`
-	Temperature         *float64        `json:"temperature,omitempty"`
-	TopP                *float64        `json:"top_p,omitempty"`
-	TopK                *int            `json:"top_k,omitempty"`
-	MinP                *float64        `json:"min_p,omitempty"`
-	Seed                *int64          `json:"seed,omitempty"`
-	StopTokenIDs        []uint32        `json:"stop_token_ids,omitempty"`
-	IgnoreEOS           *bool           `json:"ignore_eos,omitempty"`
-	MaxTokens           *uint32         `json:"max_tokens,omitempty"`
-	MinTokens           *uint32         `json:"min_tokens,omitempty"`
-	Logprobs            *uint32         `json:"logprobs,omitempty"`
-	Detokenize          bool            `json:"detokenize"`
-	StructuredOutputs   *vllmStructured `json:"structured_outputs,omitempty"`
-	ThinkingTokenBudget *uint32         `json:"thinking_token_budget,omitempty"`
-}
-
-// vllmGenerateCall builds req's call of /inference/v1/generate.
-func vllmGenerateCall(req *backend.Request, info engineInfo, structured *vllmStructured, header http.Header) engineCall {
+// vllmGenerateCall builds req's call of /inference/v1/generate
+// (vllmwire.GeneratePath). Streaming arrived after the endpoint itself:
+// Start probes that it streams (vllmUseGenerate).
+func vllmGenerateCall(req *backend.Request, info engineInfo, structured *vllmwire.StructuredOutputs, header http.Header) engineCall {
 	so, sc := req.SamplingOptions, req.StopConditions
-	body := vllmGenerateRequest{
+	body := vllmwire.GenerateRequest{
 		Model:         vllmModel(req, info),
 		TokenIDs:      req.TokenIDs,
 		Stream:        true,
-		StreamOptions: &vllmStreamOpts{IncludeUsage: true},
-		SamplingParams: vllmSamplingParams{
+		StreamOptions: &vllmwire.StreamOptions{IncludeUsage: true},
+		SamplingParams: vllmwire.SamplingParams{
 			N:                   so.N,
 			PresencePenalty:     so.PresencePenalty,
 			FrequencyPenalty:    so.FrequencyPenalty,
@@ -106,7 +63,7 @@ func vllmGenerateCall(req *backend.Request, info engineInfo, structured *vllmStr
 	if r := req.Routing; r != nil {
 		body.CacheSalt, body.Priority = r.CacheSalt, r.Priority
 	}
-	return engineCall{path: vllmGeneratePath, body: body, header: header}
+	return engineCall{path: vllmwire.GeneratePath, body: body, header: header}
 }
 
 // vllmUseGenerate decides, at Start, whether requests go to
@@ -121,14 +78,14 @@ func vllmUseGenerate(ctx context.Context, e *Engine, model string) (bool, error)
 	err := vllmProbeGenerate(ctx, e, model)
 	switch {
 	case err == nil:
-		e.log.Info("bridge: the vllm engine streams "+vllmGeneratePath+": requests go there", "url", e.base)
+		e.log.Info("bridge: the vllm engine streams "+vllmwire.GeneratePath+": requests go there", "url", e.base)
 		return true, nil
 	case ctx.Err() != nil:
 		return false, context.Cause(ctx)
 	case e.cfg.VLLMAPI == VLLMAPIGenerate:
-		return false, fmt.Errorf("the engine does not stream %s (vLLM API %q asked for it): %w", vllmGeneratePath, VLLMAPIGenerate, err)
+		return false, fmt.Errorf("the engine does not stream %s (vLLM API %q asked for it): %w", vllmwire.GeneratePath, VLLMAPIGenerate, err)
 	}
-	e.log.Info("bridge: the vllm engine does not stream "+vllmGeneratePath+": requests go to /v1/completions", "url", e.base, "why", err.Error())
+	e.log.Info("bridge: the vllm engine does not stream "+vllmwire.GeneratePath+": requests go to /v1/completions", "url", e.base, "why", err.Error())
 	return false, nil
 }
 
@@ -137,9 +94,9 @@ func vllmUseGenerate(ctx context.Context, e *Engine, model string) (bool, error)
 func vllmProbeGenerate(ctx context.Context, e *Engine, model string) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	body := vllmGenerateRequest{Model: model, TokenIDs: []uint32{0}, Stream: true,
-		SamplingParams: vllmSamplingParams{MaxTokens: backend.Ptr[uint32](1)}}
-	resp, err := e.post(ctx, vllmGeneratePath, body, nil)
+	body := vllmwire.GenerateRequest{Model: model, TokenIDs: []uint32{0}, Stream: true,
+		SamplingParams: vllmwire.SamplingParams{MaxTokens: backend.Ptr[uint32](1)}}
+	resp, err := e.post(ctx, vllmwire.GeneratePath, body, nil)
 	if err != nil {
 		return err
 	}
@@ -162,15 +119,7 @@ func vllmProbeGenerate(ctx context.Context, e *Engine, model string) error {
 // ChatCompletionLogProbs: {content: [{token: "token_id:<id>", logprob,
 // top_logprobs: [{token, logprob}]}]}, one entry per token.
 func vllmChatLogprobs(o *backend.Output, raw json.RawMessage) error {
-	var lp struct {
-		Content []struct {
-			Logprob     *float64 `json:"logprob"`
-			TopLogprobs []struct {
-				Token   string  `json:"token"`
-				Logprob float64 `json:"logprob"`
-			} `json:"top_logprobs"`
-		} `json:"content"`
-	}
+	var lp vllmwire.ChatCompletionLogProbs
 	if err := json.Unmarshal(raw, &lp); err != nil {
 		return fmt.Errorf("bridge: %w: the vllm engine sent malformed logprobs: %v", backend.ErrStreamIncomplete, err)
 	}
@@ -180,9 +129,7 @@ func vllmChatLogprobs(o *backend.Output, raw json.RawMessage) error {
 		var alts []topLogprob
 		if i < len(lp.Content) {
 			c := lp.Content[i]
-			if c.Logprob != nil {
-				v = *c.Logprob
-			}
+			v = c.Logprob // 0 when null
 			for _, t := range c.TopLogprobs {
 				if id, ok := tokenIDOf(t.Token); ok {
 					alts = append(alts, topLogprob{TokenID: id, Logprob: max(t.Logprob, -9999)})

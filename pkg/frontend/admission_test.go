@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamo-go/dynamo/internal/testenv"
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
@@ -46,7 +47,7 @@ func TestSaturatedModelQueuesThenRefuses(t *testing.T) {
 	queued := make(chan response, 1)
 	start := time.Now()
 	go func() { queued <- s.post(t, "/v1/chat/completions", long) }()
-	waitFor(t, func() bool {
+	testenv.WaitFor(t, 10*time.Second, "one request in the queue", func() bool {
 		return strings.Contains(string(s.get(t, "/metrics").body), `dynamo_frontend_router_queue_pending_requests{model="demo"} 1`)
 	})
 
@@ -88,17 +89,6 @@ func TestSaturatedModelQueuesThenRefuses(t *testing.T) {
 	// A slot is free again: a request is answered.
 	if r := s.post(t, "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`); r.status != http.StatusOK {
 		t.Errorf("after the burst: %d %s", r.status, r.body)
-	}
-}
-
-func waitFor(t *testing.T, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10 s")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -163,7 +153,7 @@ func TestPrefillTokensThresholdQueues(t *testing.T) {
 	go func() { first <- s.post(t, "/v1/chat/completions", req) }()
 	<-eng.seen // the first prompt is in prefill on the only worker
 	go func() { second <- s.post(t, "/v1/chat/completions", req) }()
-	waitFor(t, func() bool {
+	testenv.WaitFor(t, 10*time.Second, "one request in the queue", func() bool {
 		return strings.Contains(string(s.get(t, "/metrics").body), `dynamo_frontend_router_queue_pending_requests{model="demo"} 1`)
 	})
 	select {
@@ -267,7 +257,7 @@ func TestKVRoutingSkipsSaturatedWorkers(t *testing.T) {
 		}()
 		t.Cleanup(func() { cancel(); <-done })
 	}
-	waitFor(t, func() bool {
+	testenv.WaitFor(t, 10*time.Second, "two instances in /health", func() bool {
 		var health struct {
 			Instances []any `json:"instances"`
 		}
@@ -292,7 +282,7 @@ func TestKVRoutingSkipsSaturatedWorkers(t *testing.T) {
 	prefilled := func(w int) {
 		t.Helper()
 		gauge := fmt.Sprintf(`dynamo_frontend_worker_active_prefill_tokens{dp_rank="0",worker_id="%d",worker_type="decode"} 0`, engines[w].id.Load())
-		waitFor(t, func() bool { return strings.Contains(string(s.get(t, "/metrics").body), gauge) })
+		testenv.WaitFor(t, 10*time.Second, "the worker's prefill tokens back to 0", func() bool { return strings.Contains(string(s.get(t, "/metrics").body), gauge) })
 	}
 	holder := send("one")
 	prefilled(holder) // its first token is back: the prefix is cached there

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamo-go/dynamo/internal/testenv"
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/openai"
@@ -131,7 +132,7 @@ func (s *stack) addEngineOnlyWorker(t *testing.T, name string, eng *ownTextEngin
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitUntil(t, "endpoint "+id.Path()+" up", func() bool { return slices.Contains(client.Available(), rt.InstanceID()) })
+		testenv.WaitFor(t, 10*time.Second, "endpoint "+id.Path()+" up", func() bool { return slices.Contains(client.Available(), rt.InstanceID()) })
 	}
 	done := make(chan error, 1)
 	go func() { wg.Wait(); done <- nil }()
@@ -146,17 +147,6 @@ func (s *stack) addEngineOnlyWorker(t *testing.T, name string, eng *ownTextEngin
 		t.Fatal(err)
 	}
 	s.waitModels(t, func(ids []string) bool { return contains(ids, name) })
-}
-
-func waitUntil(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // A model whose card has no tokenizer (llama.cpp's native serving) is

@@ -93,19 +93,11 @@ func (r *Registry) policy() router.Policy {
 	return &router.RoundRobin{}
 }
 
-// pusher is what a KV router sends its choices through: the push router
-// (*router.PushRouter), or a view of it (kvCandidates).
-type pusher interface {
-	backend.Generator
-	GenerateOn(ctx context.Context, id uint64, req *backend.Request, emit func(*backend.Output) error) error
-	Available() []uint64
-}
-
 // newKVWith builds KV routing with cfg over the workers of ep in front of
 // push, recording on met (nil: nothing; the prefill pools' routers do not
 // share the decode routers' metrics, whose series have no role), calling
 // changed (when not nil) after each load event a worker publishes.
-func (r *Registry) newKVWith(cfg kv.Config, card *modelcard.Card, ep runtime.EndpointID, push pusher, met *kv.Metrics, changed func()) (*kv.Model, error) {
+func (r *Registry) newKVWith(cfg kv.Config, card *modelcard.Card, ep runtime.EndpointID, push kv.Pusher, met *kv.Metrics, changed func()) (*kv.Model, error) {
 	bs := int(card.KVCacheBlockSize)
 	if bs <= 0 {
 		bs = modelcard.DefaultBlockSize

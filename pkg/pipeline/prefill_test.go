@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamo-go/dynamo/internal/testenv"
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
@@ -146,16 +147,16 @@ func generateN(t *testing.T, m *pipeline.Model, max int) (int, *backend.Placemen
 // decode-only again. A prefill worker of another card is refused.
 func TestPrefillPoolFollowsPrefillWorkers(t *testing.T) {
 	r := newRig(t, pipeline.Config{})
-	waitFor(t, "the first snapshot", r.reg.Synced)
+	testenv.WaitFor(t, 10*time.Second, "the first snapshot", r.reg.Synced)
 	pre := r.addPrefill(t, 4096)
-	time.Sleep(200 * time.Millisecond) // let the registry see the card
+	r.waitLogged(t, "pipeline: prefill worker joined model")
 	if ms := r.reg.Models(); len(ms) != 0 || r.reg.Lookup("demo") != nil {
 		t.Fatalf("with only prefill workers the registry serves %v, want nothing", names(ms))
 	}
 
 	eng := &decodeEngine{}
 	dec := r.addDecode(t, "d", eng)
-	waitFor(t, "the model, disaggregated", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the model, disaggregated", func() bool {
 		m := r.reg.Lookup("demo")
 		return m != nil && m.Ready() && m.Disaggregated()
 	})
@@ -175,7 +176,7 @@ func TestPrefillPoolFollowsPrefillWorkers(t *testing.T) {
 	}
 
 	pre.leave(t)
-	waitFor(t, "disaggregation to end", func() bool { return !m.Disaggregated() })
+	testenv.WaitFor(t, 10*time.Second, "disaggregation to end", func() bool { return !m.Disaggregated() })
 	if n, p := generateN(t, m, 4); n != 4 || p.PrefillWorkerID != nil {
 		t.Errorf("after the prefill workers left: %d tokens, placement %+v; want 4, decode-only", n, p)
 	}
@@ -184,7 +185,7 @@ func TestPrefillPoolFollowsPrefillWorkers(t *testing.T) {
 	}
 
 	r.addPrefill(t, 2048) // another context length: another card
-	time.Sleep(300 * time.Millisecond)
+	r.waitLogged(t, "pipeline: prefill worker's model card differs from the model's")
 	if m.Disaggregated() {
 		t.Errorf("a prefill worker with a different model card was attached")
 	}
@@ -197,14 +198,14 @@ func TestPrefillPoolFollowsPrefillWorkers(t *testing.T) {
 func TestDecodeFailureMigratesDecodeOnly(t *testing.T) {
 	limit := 1
 	r := newRig(t, pipeline.Config{MigrationLimit: &limit})
-	waitFor(t, "the first snapshot", r.reg.Synced)
+	testenv.WaitFor(t, 10*time.Second, "the first snapshot", r.reg.Synced)
 	pre := r.addPrefill(t, 4096)
 	drops := &atomic.Int32{}
 	drops.Store(1)
 	a, b := &decodeEngine{drops: drops}, &decodeEngine{drops: drops}
 	r.addDecode(t, "a", a)
 	r.addDecode(t, "b", b)
-	waitFor(t, "the model, disaggregated, with both decode workers", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the model, disaggregated, with both decode workers", func() bool {
 		m := r.reg.Lookup("demo")
 		return m != nil && len(m.Instances()) == 2 && m.Disaggregated()
 	})

@@ -3,15 +3,19 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/dynamo-go/dynamo/internal/testenv"
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
@@ -73,6 +77,7 @@ type rig struct {
 	mem    *discovery.MemSpace
 	reg    *pipeline.Registry
 	gauges *gauges
+	log    *testenv.Buffer // the registry's log lines
 	stops  map[string]func()
 }
 
@@ -83,8 +88,8 @@ func startRuntime(t *testing.T, mem *discovery.MemSpace) *runtime.DistributedRun
 
 func newRig(t *testing.T, cfg pipeline.Config) *rig {
 	t.Helper()
-	r := &rig{mem: discovery.NewMemSpace(), gauges: &gauges{models: map[string]pipeline.ModelConfig{}}, stops: map[string]func(){}}
-	reg, err := pipeline.New(cfg, pipeline.Deps{Runtime: startRuntime(t, r.mem), Metrics: r.gauges})
+	r := &rig{mem: discovery.NewMemSpace(), gauges: &gauges{models: map[string]pipeline.ModelConfig{}}, log: &testenv.Buffer{}, stops: map[string]func(){}}
+	reg, err := pipeline.New(cfg, pipeline.Deps{Runtime: startRuntime(t, r.mem), Metrics: r.gauges, Logger: slog.New(slog.NewTextHandler(r.log, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,14 +130,11 @@ func (r *rig) stopWorker(id string) {
 	delete(r.stops, id)
 }
 
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitLogged waits until the registry has logged msg: what it logs once it
+// has handled a discovery event that leaves the served models as they were.
+func (r *rig) waitLogged(t *testing.T, msg string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	testenv.WaitFor(t, 10*time.Second, "the registry to log "+strconv.Quote(msg), func() bool { return strings.Contains(r.log.String(), msg) })
 }
 
 func names(ms []*pipeline.Model) []string {
@@ -162,9 +164,9 @@ func generate(t *testing.T, m *pipeline.Model) (tokens int, placement *backend.P
 // between join it, and each is named in the outputs it produced.
 func TestModelsFollowTheirWorkers(t *testing.T) {
 	r := newRig(t, pipeline.Config{})
-	waitFor(t, "the first snapshot", r.reg.Synced)
+	testenv.WaitFor(t, 10*time.Second, "the first snapshot", r.reg.Synced)
 	a := r.addWorker(t, "a", "demo", worker.Config{Aliases: []string{"demo-alias"}, MigrationLimit: 2})
-	waitFor(t, "the model", func() bool { m := r.reg.Lookup("demo"); return m != nil && m.Ready() })
+	testenv.WaitFor(t, 10*time.Second, "the model", func() bool { m := r.reg.Lookup("demo"); return m != nil && m.Ready() })
 	m := r.reg.Lookup("demo")
 	if alias := r.reg.Lookup("demo-alias"); alias != m {
 		t.Errorf("the alias names %v, want the model", alias)
@@ -180,7 +182,7 @@ func TestModelsFollowTheirWorkers(t *testing.T) {
 	}
 
 	b := r.addWorker(t, "b", "demo", worker.Config{Aliases: []string{"demo-alias"}, MigrationLimit: 2})
-	waitFor(t, "the second worker", func() bool { return len(m.Instances()) == 2 })
+	testenv.WaitFor(t, 10*time.Second, "the second worker", func() bool { return len(m.Instances()) == 2 })
 	served := map[uint64]bool{}
 	for range 4 {
 		_, p := generate(t, m)
@@ -194,12 +196,12 @@ func TestModelsFollowTheirWorkers(t *testing.T) {
 	}
 
 	r.stopWorker("a")
-	waitFor(t, "the first worker to leave", func() bool { return len(m.Instances()) == 1 })
+	testenv.WaitFor(t, 10*time.Second, "the first worker to leave", func() bool { return len(m.Instances()) == 1 })
 	if r.reg.Lookup("demo") != m {
 		t.Fatal("the model left with a worker that was not its last")
 	}
 	r.stopWorker("b")
-	waitFor(t, "the model to leave", func() bool { return r.reg.Lookup("demo") == nil })
+	testenv.WaitFor(t, 10*time.Second, "the model to leave", func() bool { return r.reg.Lookup("demo") == nil })
 	if r.reg.Lookup("demo-alias") != nil || len(r.reg.Models()) != 0 {
 		t.Errorf("after the last worker: alias %v, models %v", r.reg.Lookup("demo-alias"), names(r.reg.Models()))
 	}
@@ -216,7 +218,7 @@ func TestCardsThatDisagreeOrDoNotBelong(t *testing.T) {
 	first := r.addWorker(t, "a", "demo", worker.Config{Endpoint: prod})
 	r.addWorker(t, "b", "other", worker.Config{Endpoint: prod})
 	r.addWorker(t, "c", "hidden", worker.Config{Endpoint: runtime.EndpointID{Namespace: "staging", Component: "backend", Name: "generate"}})
-	waitFor(t, "two models", func() bool { return len(r.reg.Models()) == 2 })
+	testenv.WaitFor(t, 10*time.Second, "two models", func() bool { return len(r.reg.Models()) == 2 })
 	if got := names(r.reg.Models()); !slices.Equal(got, []string{"demo", "other"}) {
 		t.Errorf("models %v, want demo and other (sorted), and not the staging one", got)
 	}
@@ -227,7 +229,7 @@ func TestCardsThatDisagreeOrDoNotBelong(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.addWorker(t, "d", "demo", worker.Config{Endpoint: prod, ChatTemplateFile: tmpl})
-	time.Sleep(200 * time.Millisecond) // time for discovery to report it
+	r.waitLogged(t, "pipeline: worker's model card differs from the model's; instance ignored")
 	m := r.reg.Lookup("demo")
 	if ids := m.Instances(); len(ids) != 1 || ids[0].ID != first {
 		t.Errorf("demo is served by %v, want only its first worker %x", ids, first)
@@ -245,7 +247,7 @@ func TestCardsThatDisagreeOrDoNotBelong(t *testing.T) {
 func TestKVRoutedModel(t *testing.T) {
 	r := newRig(t, pipeline.Config{RouterMode: pipeline.RouterKV})
 	id := r.addWorker(t, "a", "demo", worker.Config{})
-	waitFor(t, "the model", func() bool { m := r.reg.Lookup("demo"); return m != nil && m.Ready() })
+	testenv.WaitFor(t, 10*time.Second, "the model", func() bool { m := r.reg.Lookup("demo"); return m != nil && m.Ready() })
 	m := r.reg.Lookup("demo")
 	if mode, fallback, ok := m.KVRouting(); !ok || mode != kv.ModeApproximate || !fallback {
 		t.Errorf("KVRouting() = %q, %v, %v; want approximate as a fallback", mode, fallback, ok)
@@ -263,7 +265,7 @@ func TestKVRoutedModel(t *testing.T) {
 		t.Errorf("a KV-routed output is placed %+v; want worker %x with its overlap", p, id)
 	}
 	r.stopWorker("a")
-	waitFor(t, "the model to leave", func() bool { return r.reg.Lookup("demo") == nil })
+	testenv.WaitFor(t, 10*time.Second, "the model to leave", func() bool { return r.reg.Lookup("demo") == nil })
 	// goleak (TestMain) fails the package if the KV router's Run outlived
 	// the model.
 }
@@ -271,7 +273,7 @@ func TestKVRoutedModel(t *testing.T) {
 func TestNotKVRoutedAnswers(t *testing.T) {
 	r := newRig(t, pipeline.Config{RouterMode: pipeline.RouterRandom})
 	r.addWorker(t, "a", "demo", worker.Config{})
-	waitFor(t, "the model", func() bool { return r.reg.Lookup("demo") != nil })
+	testenv.WaitFor(t, 10*time.Second, "the model", func() bool { return r.reg.Lookup("demo") != nil })
 	m := r.reg.Lookup("demo")
 	if _, _, ok := m.KVRouting(); ok {
 		t.Error("a randomly routed model reports KV routing")
@@ -308,7 +310,7 @@ func TestRunEndsWhenDiscoveryEnds(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- reg.Run(context.Background()) }()
-	waitFor(t, "the first snapshot", reg.Synced)
+	testenv.WaitFor(t, 10*time.Second, "the first snapshot", reg.Synced)
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -16,13 +16,14 @@ import (
 // endpoint (a worker's card may be seen before its tokenize record).
 const tokenizeWait = 5 * time.Second
 
-// workerTokenizer is the preprocessor's EngineTokenizer for a model whose
-// card says preprocessing "engine": it asks one of the model's workers,
-// on its tokenize endpoint (backend.TokenizeEndpoint), round-robin, and
-// tries the next when a worker cannot answer. The request goes as it is:
-// a conversation, or for a model whose card has no tokenizer a text
-// prompt (TokenizeRequest.Prompt, AddSpecialTokens). The engine refusing
-// it (TypeInvalidArgument) is returned at once.
+// workerTokenizer is the preprocessor's engine tokenizer
+// (preprocessor.Options.EngineTokenizer, a backend.ChatTokenizer) for a
+// model whose card says preprocessing "engine": it asks one of the
+// model's workers, on its tokenize endpoint (backend.TokenizeEndpoint),
+// round-robin, and tries the next when a worker cannot answer. The
+// request goes as it is: a conversation, or for a model whose card has
+// no tokenizer a text prompt (TokenizeRequest.Prompt, AddSpecialTokens).
+// The engine refusing it (TypeInvalidArgument) is returned at once.
 type workerTokenizer struct {
 	rt     *runtime.DistributedRuntime
 	ep     runtime.EndpointID // the tokenize endpoint

@@ -52,7 +52,7 @@ func (b *byteTokenizer) requests() []*backend.TokenizeRequest {
 
 // engineOnlyModel is a model whose card the engine built (no tokenizer),
 // as the frontend gets it: through Marshal and Unmarshal.
-func engineOnlyModel(t *testing.T, tok EngineTokenizer, vocab int) *Model {
+func engineOnlyModel(t *testing.T, tok backend.ChatTokenizer, vocab int) *Model {
 	t.Helper()
 	card, err := modelcard.FromEngine(modelcard.EngineModel{ChatTemplate: "{{ messages }}", EOSToken: "</s>", EOSTokenIDs: []uint32{2}, VocabSize: vocab},
 		modelcard.Options{Name: "gguf", ContextLength: 512, Runtime: modelcard.RuntimeConfig{Preprocessing: modelcard.ProcessingEngine, Postprocessing: modelcard.ProcessingEngine}})

@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/reasoning"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/template"
@@ -31,8 +32,13 @@ type Options struct {
 	// EngineTokenizer renders and tokenizes chat prompts for a model
 	// whose card says preprocessing "engine" (required then, unused
 	// otherwise): chat requests are not rendered with the card's
-	// template, and the formatted_prompt annotation is empty.
-	EngineTokenizer EngineTokenizer
+	// template, and the formatted_prompt annotation is empty. For a model
+	// whose card has no tokenizer it tokenizes completions text prompts
+	// too (TokenizeRequest.Prompt). The frontend's is a call to a
+	// worker's tokenize endpoint (pkg/pipeline). An error wrapping
+	// backend.ErrInvalidArgument is the engine refusing the conversation
+	// or the text; the client gets a 400 with its message.
+	EngineTokenizer backend.ChatTokenizer
 	// ConversationCacheBytes bounds the cache of the token ids of recent
 	// chat prompts (conversation.go), with which a conversation's next
 	// turn encodes only what it adds; 0 keeps no cache.
@@ -58,7 +64,7 @@ type Model struct {
 	parserErr error
 	// engineTok tokenizes chat prompts when the engine preprocesses
 	// (nil: the frontend renders and tokenizes).
-	engineTok EngineTokenizer
+	engineTok backend.ChatTokenizer
 	// conv holds recent chat prompts' ids (nil: none).
 	conv *conversationCache
 }

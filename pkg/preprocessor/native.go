@@ -10,17 +10,6 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/openai"
 )
 
-// EngineTokenizer gives a chat conversation's prompt tokens as the model's
-// engine renders and tokenizes it (native preprocessing: the card says
-// preprocessing "engine"), and, for a model whose card has no tokenizer,
-// a text prompt's (TokenizeRequest.Prompt). The frontend's is a call to a
-// worker's tokenize endpoint (pkg/pipeline). An error wrapping
-// backend.ErrInvalidArgument is the engine refusing the conversation or
-// the text; the client gets a 400 with its message.
-type EngineTokenizer interface {
-	TokenizeChat(ctx context.Context, req *backend.TokenizeRequest) ([]uint32, error)
-}
-
 // ErrNoEngineTokenizer is NewModel's error for a card that says
 // preprocessing "engine" without Options.EngineTokenizer.
 var ErrNoEngineTokenizer = errors.New("preprocessor: the model card says preprocessing \"engine\" but no engine tokenizer was given")

@@ -27,7 +27,7 @@ func (f *fakeEngineTokenizer) TokenizeChat(_ context.Context, req *backend.Token
 
 // nativeModel is the demo model with a card that says preprocessing
 // "engine".
-func nativeModel(t *testing.T, tok EngineTokenizer) (*Model, error) {
+func nativeModel(t *testing.T, tok backend.ChatTokenizer) (*Model, error) {
 	t.Helper()
 	card := *demoModel(t).Card()
 	card.RuntimeConfig.Preprocessing = modelcard.ProcessingEngine

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamo-go/dynamo/internal/testenv"
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/router"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
@@ -64,7 +65,7 @@ func TestFullWorkerIsNotReportedDown(t *testing.T) {
 	holder.Kill()
 	<-held
 	holder.Release()
-	waitFor(t, 5*time.Second, "the freed worker to answer", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the freed worker to answer", func() bool {
 		got, err := ask(t, r, nil)
 		return err == nil && got == id
 	})
@@ -99,16 +100,6 @@ func TestEveryWorkerReportedDownStillRoutes(t *testing.T) {
 	}
 	if len(seen) != 2 {
 		t.Fatalf("with every worker reported down, answered by %v; want both", seen)
-	}
-}
-
-// waitFor polls cond until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: still waiting for %s", d, what)
-		}
 	}
 }
 
@@ -159,7 +150,7 @@ func TestLoadsCountWhatIsInFlight(t *testing.T) {
 		t.Fatalf("in prefill: %+v, %d routed; want 1 request, 10 prefill tokens", l, routed)
 	}
 	close(release)
-	waitFor(t, 5*time.Second, "the first output to end the prefill count", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the first output to end the prefill count", func() bool {
 		l, _ := load()
 		return l == router.Load{Requests: 1}
 	})
@@ -175,7 +166,7 @@ func TestLoadsCountWhatIsInFlight(t *testing.T) {
 	if l, routed := load(); l.Requests != 0 || l.PrefillTokens != 0 || routed != 0 {
 		t.Errorf("after the end: %+v, %d routed; want nothing in flight", l, routed)
 	}
-	waitFor(t, 2*router.RefusalHold, "the refusal to be forgotten", func() bool {
+	testenv.WaitFor(t, 2*router.RefusalHold, "the refusal to be forgotten", func() bool {
 		l, _ := load()
 		return l == router.Load{}
 	})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamo-go/dynamo/internal/testenv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -39,7 +40,7 @@ func TestSlowAckIsOverloadNotDeath(t *testing.T) {
 		if err := w.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "the worker process to stop", func() bool { return processState(w.cmd.Process.Pid) == 'T' })
+		testenv.WaitFor(t, 5*time.Second, "the worker process to stop", func() bool { return processState(w.cmd.Process.Pid) == 'T' })
 		stalled := make(chan error, 1)
 		go func() {
 			_, err := collect(runtime.NewContext(t.Context(), ""), cl, w.id, countRequest{N: 3}, nil)
@@ -87,7 +88,7 @@ func TestSlowAckIsOverloadNotDeath(t *testing.T) {
 		}
 		_ = w.cmd.Wait()
 		if c.plane == runtime.PlaneNATS {
-			time.Sleep(200 * time.Millisecond)
+			waitInterest(t, c.nats.URL, runtime.NATSSubject(testEndpoint, w.id), false)
 		}
 		start := time.Now()
 		_, err = collect(runtime.NewContext(t.Context(), ""), cl, w.id, countRequest{N: 3}, nil)

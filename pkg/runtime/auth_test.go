@@ -82,7 +82,7 @@ func TestSecureControlPlane(t *testing.T) {
 	if err := worker.stop(t); err != nil {
 		t.Errorf("worker shutdown: %v", err)
 	}
-	waitFor(t, 10*time.Second, "the worker to leave discovery", func() bool { return len(cl.InstanceIDs()) == 0 })
+	testenv.WaitFor(t, 10*time.Second, "the worker to leave discovery", func() bool { return len(cl.InstanceIDs()) == 0 })
 }
 
 // TestNATSAuthMethods connects with each way of authenticating to NATS.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamo-go/dynamo/internal/testenv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -50,7 +51,7 @@ func TestCallerStopReachesWorker(t *testing.T) {
 		if len(got) < 11 || len(got) > 100_000 {
 			t.Fatalf("got %d items after stopping at 10", len(got))
 		}
-		waitFor(t, 5*time.Second, "the worker to see the stop", func() bool {
+		testenv.WaitFor(t, 5*time.Second, "the worker to see the stop", func() bool {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			return h.sawStop["stop-me"]
@@ -74,7 +75,7 @@ func TestCallerKillReachesWorker(t *testing.T) {
 		if !errors.Is(err, runtime.ErrKilled) {
 			t.Fatalf("Call after kill = %v, want ErrKilled", err)
 		}
-		waitFor(t, 5*time.Second, "the worker to see the kill", func() bool {
+		testenv.WaitFor(t, 5*time.Second, "the worker to see the kill", func() bool {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			return h.sawKill["kill-me"]
@@ -102,7 +103,7 @@ func TestConsumerErrorKillsWorker(t *testing.T) {
 	if !errors.Is(err, errTest) {
 		t.Fatalf("Call = %v, want the consumer's error", err)
 	}
-	waitFor(t, 5*time.Second, "the worker to be killed when the consumer is gone", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the worker to be killed when the consumer is gone", func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return h.sawKill["consumer-gone"]
@@ -185,7 +186,7 @@ func TestCleanShutdownDrainsAndUnregisters(t *testing.T) {
 		<-started
 		stopped := make(chan error, 1)
 		go func() { stopped <- worker.stop(t) }()
-		waitFor(t, 2*time.Second, "the instance to leave discovery at once", func() bool { return len(cl.InstanceIDs()) == 0 })
+		testenv.WaitFor(t, 2*time.Second, "the instance to leave discovery at once", func() bool { return len(cl.InstanceIDs()) == 0 })
 		if err := <-inFlight; err != nil {
 			t.Fatalf("in-flight stream during shutdown: %v", err)
 		}
@@ -236,7 +237,7 @@ func TestWorkerRefusalsKeepTheirType(t *testing.T) {
 		holder.Kill()
 		<-held
 		// The worker frees the slot a moment after the caller saw the kill.
-		waitFor(t, 5*time.Second, "the slot to be free", func() bool {
+		testenv.WaitFor(t, 5*time.Second, "the slot to be free", func() bool {
 			err = cl.Call(runtime.NewContext(t.Context(), ""), id, []byte(`"big"`), func([]byte) error { return nil })
 			return !errors.Is(err, runtime.ErrResourceExhausted)
 		})

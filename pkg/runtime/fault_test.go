@@ -12,6 +12,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/dynamo-go/dynamo/internal/testenv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/tcpplane"
 )
@@ -52,7 +53,7 @@ func TestWorkerCrashMidStream(t *testing.T) {
 			t.Fatalf("the disconnects surfaced after %s, want < 1s", elapsed)
 		}
 		// Nobody revoked the lease: it must expire.
-		waitFor(t, c.ttl+10*time.Second, "the dead worker's lease to expire", func() bool { return len(cl.InstanceIDs()) == 0 })
+		testenv.WaitFor(t, c.ttl+10*time.Second, "the dead worker's lease to expire", func() bool { return len(cl.InstanceIDs()) == 0 })
 	})
 }
 
@@ -144,7 +145,14 @@ func TestPendingCallFailsWhenInstanceLeaves(t *testing.T) {
 	go srv.Run(ctx)
 	defer func() { cancel(); srv.Close() }()
 	const id = 0xfeed
-	srv.Register(runtime.TCPRoutingKey(testEndpoint, id), func(map[string]string, []byte) error { return nil })
+	arrived := make(chan struct{}, 1)
+	srv.Register(runtime.TCPRoutingKey(testEndpoint, id), func(map[string]string, []byte) error {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		return nil
+	})
 
 	other, err := runtime.New(t.Context(), c.config(), runtime.Deps{})
 	if err != nil {
@@ -164,7 +172,15 @@ func TestPendingCallFailsWhenInstanceLeaves(t *testing.T) {
 		_, err := collect(runtime.NewContext(t.Context(), ""), cl, id, countRequest{N: 1}, nil)
 		result <- err
 	}()
-	time.Sleep(300 * time.Millisecond) // the request is acked and pending
+	// The request reaches the worker, which acks it (the handler's nil)
+	// and never calls home: it is pending.
+	select {
+	case <-arrived:
+	case err := <-result:
+		t.Fatalf("the call ended before its instance left: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request never reached the worker")
+	}
 	removed := time.Now()
 	if err := other.Store().Delete(t.Context(), key); err != nil {
 		t.Fatal(err)
@@ -214,11 +230,11 @@ func TestLeaseLostIsSurvived(t *testing.T) {
 	if _, err := raw.Revoke(t.Context(), clientv3.LeaseID(id)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "the instance to be registered again under a new lease", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the instance to be registered again under a new lease", func() bool {
 		resp, err := raw.Get(t.Context(), runtime.InstanceKey(testEndpoint, id))
 		return err == nil && len(resp.Kvs) == 1 && resp.Kvs[0].Lease != int64(id)
 	})
-	waitFor(t, 15*time.Second, "the caller to list the worker again", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the caller to list the worker again", func() bool {
 		ids := cl.InstanceIDs()
 		return len(ids) == 1 && ids[0] == id
 	})
@@ -261,7 +277,7 @@ func TestNATSRestartIsSurvived(t *testing.T) {
 	if err := c.nats.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "calls to work after the NATS restart", func() bool { return call() == nil })
+	testenv.WaitFor(t, 20*time.Second, "calls to work after the NATS restart", func() bool { return call() == nil })
 }
 
 // etcd restarts under a running worker and caller: the lease survives, the
@@ -273,7 +289,7 @@ func TestEtcdRestartIsSurvived(t *testing.T) {
 	cl := client(t, caller, 1)
 
 	c.etcd.Stop()
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // the outage under test: a second without etcd
 	if err := c.etcd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -289,5 +305,5 @@ func TestEtcdRestartIsSurvived(t *testing.T) {
 	checkSequence(t, got, 100)
 	second := c.start(t)
 	serve(t, second, newCounter())
-	waitFor(t, 20*time.Second, "a worker started after the restart to be discovered", func() bool { return len(cl.InstanceIDs()) == 2 })
+	testenv.WaitFor(t, 20*time.Second, "a worker started after the restart to be discovered", func() bool { return len(cl.InstanceIDs()) == 2 })
 }

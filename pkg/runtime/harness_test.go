@@ -172,13 +172,8 @@ func client(t *testing.T, caller *node, want int) *runtime.Client {
 	if err != nil {
 		t.Fatalf("Client: %v", err)
 	}
-	waitFor(t, 20*time.Second, fmt.Sprintf("%d instances", want), func() bool { return len(cl.InstanceIDs()) == want })
+	testenv.WaitFor(t, 20*time.Second, fmt.Sprintf("%d instances", want), func() bool { return len(cl.InstanceIDs()) == want })
 	return cl
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testenv.WaitFor(t, d, what, cond)
 }
 
 // countRequest is the payload of the counting handler.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamo-go/dynamo/internal/testenv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -178,7 +179,7 @@ func TestResponseMuxCompatibility(t *testing.T) {
 				}); !errors.Is(err, runtime.ErrKilled) {
 					t.Fatalf("killed stream = %v, want ErrKilled", err)
 				}
-				waitFor(t, 5*time.Second, "the worker to see the stop and the kill", func() bool {
+				testenv.WaitFor(t, 5*time.Second, "the worker to see the stop and the kill", func() bool {
 					h.mu.Lock()
 					defer h.mu.Unlock()
 					return h.sawStop["compat-stop"] && h.sawKill["compat-kill"]
@@ -269,7 +270,7 @@ func TestStopAndKillSpareTheirNeighbours(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, 5*time.Second, "the worker to see the stop and the kill", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the worker to see the stop and the kill", func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return h.stop[stopTag] && errors.Is(h.killed[killTag], runtime.ErrKilled)
@@ -302,7 +303,7 @@ func TestSlowConsumerStallsOnlyItsStream(t *testing.T) {
 		})
 		slow <- err
 	}()
-	waitFor(t, 5*time.Second, "the slow stream to start", func() bool { return h.sentOf(slowTag) > 0 })
+	testenv.WaitFor(t, 5*time.Second, "the slow stream to start", func() bool { return h.sentOf(slowTag) > 0 })
 
 	n, err := collectTagged(runtime.NewContext(t.Context(), ""), cl, worker.InstanceID(), tagRequest{Tag: fastTag, N: fastItems}, nil)
 	if err != nil || n != fastItems {
@@ -360,7 +361,7 @@ func TestBrokenSharedConnectionFailsItsStreams(t *testing.T) {
 			t.Errorf("stream %d on the broken connection = %v, want Disconnected: %s", tag, err, runtime.MsgStreamEnded)
 		}
 	}
-	waitFor(t, 5*time.Second, "the worker to kill the broken connection's requests", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the worker to kill the broken connection's requests", func() bool {
 		for tag := range streams {
 			if !errors.Is(h.killedWith(tag), runtime.ErrCallerGone) {
 				return false
@@ -396,7 +397,7 @@ func TestIdleSharedConnectionIsClosed(t *testing.T) {
 	if a, d := sharedConns(t, caller, worker); a != 1 || d != 1 {
 		t.Fatalf("shared connections: caller accepted %d, worker dialled %d; want 1 each", a, d)
 	}
-	waitFor(t, 5*time.Second, "the idle connection to close on both sides", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the idle connection to close on both sides", func() bool {
 		a, d := sharedConns(t, caller, worker)
 		return a == 0 && d == 0
 	})

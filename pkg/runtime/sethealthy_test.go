@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamo-go/dynamo/internal/testenv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -15,7 +16,7 @@ import (
 func healthOf(t *testing.T, worker *node) (int, runtime.HealthReport) {
 	t.Helper()
 	var addr string
-	waitFor(t, 5*time.Second, "the status server", func() bool { addr = worker.StatusAddr(); return addr != "" })
+	testenv.WaitFor(t, 5*time.Second, "the status server", func() bool { addr = worker.StatusAddr(); return addr != "" })
 	resp, err := http.Get("http://" + addr + "/health")
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func TestSetHealthyWithdrawsAndRestoresTheInstance(t *testing.T) {
 		if err := ep.SetHealthy(t.Context(), false); err != nil {
 			t.Fatalf("SetHealthy(false) again: %v", err)
 		}
-		waitFor(t, 10*time.Second, "the caller to drop the instance", func() bool { return len(cl.InstanceIDs()) == 0 })
+		testenv.WaitFor(t, 10*time.Second, "the caller to drop the instance", func() bool { return len(cl.InstanceIDs()) == 0 })
 		if kvs, err := caller.Store().List(t.Context(), runtime.InstancesBucket+"/"); err != nil || len(kvs) != 0 {
 			t.Fatalf("instance records while unhealthy: %d, %v; want none", len(kvs), err)
 		}
@@ -86,7 +87,7 @@ func TestSetHealthyWithdrawsAndRestoresTheInstance(t *testing.T) {
 		if err := ep.SetHealthy(t.Context(), true); err != nil {
 			t.Fatalf("SetHealthy(true): %v", err)
 		}
-		waitFor(t, 10*time.Second, "the caller to list the instance again", func() bool { return len(cl.Available()) == 1 })
+		testenv.WaitFor(t, 10*time.Second, "the caller to list the instance again", func() bool { return len(cl.Available()) == 1 })
 		if code, rep := healthOf(t, worker); code != http.StatusOK || rep.Endpoints["generate"] != "ready" {
 			t.Fatalf("/health when healthy again = %d %+v, want 200 with generate ready", code, rep)
 		}
@@ -111,7 +112,7 @@ func TestSetHealthyOnlyWhileServing(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- ep.Serve(ctx, newCounter()) }()
-	waitFor(t, 10*time.Second, "Serve to register", func() bool { return ep.SetHealthy(t.Context(), false) == nil })
+	testenv.WaitFor(t, 10*time.Second, "Serve to register", func() bool { return ep.SetHealthy(t.Context(), false) == nil })
 	if kvs, _ := worker.Store().List(t.Context(), runtime.InstancesBucket+"/"); len(kvs) != 0 {
 		t.Fatalf("%d instance records after SetHealthy(false), want 0", len(kvs))
 	}

@@ -21,7 +21,7 @@ func TestStatusServerHealthAndMetrics(t *testing.T) {
 	cfg.SystemPort = 0
 	worker := startRuntime(t, cfg, c.mem)
 	var addr string
-	waitFor(t, 5*time.Second, "the status server", func() bool { addr = worker.StatusAddr(); return addr != "" })
+	testenv.WaitFor(t, 5*time.Second, "the status server", func() bool { addr = worker.StatusAddr(); return addr != "" })
 	get := func(path string) (int, string) {
 		resp, err := http.Get("http://" + addr + path)
 		if err != nil {
@@ -79,7 +79,7 @@ func TestStatusServerReportsItsAddress(t *testing.T) {
 	}()
 	line := regexp.MustCompile(`msg="runtime: status server listening" addr=(\S+)`)
 	var m []string
-	waitFor(t, 5*time.Second, "the status server's log line", func() bool { m = line.FindStringSubmatch(log.String()); return m != nil })
+	testenv.WaitFor(t, 5*time.Second, "the status server's log line", func() bool { m = line.FindStringSubmatch(log.String()); return m != nil })
 	if addr := rt.StatusAddr(); m[1] != addr || !strings.HasPrefix(addr, "127.0.0.1:") || strings.HasSuffix(addr, ":0") {
 		t.Fatalf("logged addr=%s, StatusAddr() %q: want the same 127.0.0.1 address with the port bound", m[1], addr)
 	}

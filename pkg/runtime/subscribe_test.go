@@ -32,7 +32,7 @@ func TestPublishSubscribe(t *testing.T) {
 	if err := sub.Subscribe(ctx, "namespace.ns.component.c.kv-events", func(b []byte) { got <- string(b) }); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // let the subscription reach the server
+	waitInterest(t, nats.URL, "namespace.ns.component.c.kv-events", true)
 	for _, m := range []string{"a", "b"} {
 		if err := pub.Publish(ctx, "namespace.ns.component.c.kv-events", []byte(m)); err != nil {
 			t.Fatal(err)
@@ -49,7 +49,7 @@ func TestPublishSubscribe(t *testing.T) {
 		}
 	}
 	cancel()
-	time.Sleep(50 * time.Millisecond)
+	waitInterest(t, nats.URL, "namespace.ns.component.c.kv-events", false)
 	_ = pub.Publish(t.Context(), "namespace.ns.component.c.kv-events", []byte("late"))
 	select {
 	case m := <-got:
@@ -91,8 +91,11 @@ func TestPublishWrapsPayloadsInEnvelopes(t *testing.T) {
 	if err := rt.Subscribe(t.Context(), "namespace.ns.component.c.kv-events", func(b []byte) { got <- string(b) }); err != nil {
 		t.Fatal(err)
 	}
-	_ = raw.Flush()
-	time.Sleep(50 * time.Millisecond)
+	// raw's subscription has reached the server once Flush returns; rt's
+	// reaches it before rt's first publication, on the same connection.
+	if err := raw.Flush(); err != nil {
+		t.Fatal(err)
+	}
 
 	before := uint64(time.Now().UnixMilli())
 	for _, m := range []struct{ subject, payload string }{
@@ -156,4 +159,25 @@ func TestEnvelopeBytes(t *testing.T) {
 	if _, err := runtime.DecodeEnvelope([]byte("{}")); err == nil {
 		t.Error("JSON decoded as an envelope")
 	}
+}
+
+// waitInterest waits until the NATS server at url has a subscriber on
+// subject (want) or no longer has one: a request there is answered "no
+// responders" at once when nobody listens, and goes unanswered when
+// someone does (an event-plane subscriber skips it: it is no envelope).
+func waitInterest(t *testing.T, url, subject string, want bool) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	what := "a subscriber on " + subject
+	if !want {
+		what = "no subscriber left on " + subject
+	}
+	testenv.WaitFor(t, 5*time.Second, what, func() bool {
+		_, err := nc.Request(subject, nil, 100*time.Millisecond)
+		return errors.Is(err, nats.ErrNoResponders) != want
+	})
 }

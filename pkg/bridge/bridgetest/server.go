@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dynamo-go/dynamo/pkg/bridge/vllmwire"
 )
 
 // Options shape a Server.
@@ -91,9 +93,9 @@ func New(dialect string, opts Options) *Server {
 	})
 	switch dialect {
 	case "vllm":
-		mux.HandleFunc("POST /v1/completions", s.generate)
+		mux.HandleFunc("POST "+vllmwire.CompletionsPath, s.generate)
 		if opts.VLLMGenerate {
-			mux.HandleFunc("POST /inference/v1/generate", s.generate)
+			mux.HandleFunc("POST "+vllmwire.GeneratePath, s.generate)
 		}
 	case "sglang":
 		mux.HandleFunc("GET /get_model_info", func(w http.ResponseWriter, _ *http.Request) {
@@ -181,7 +183,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, map[string]any{"error": map[string]any{"message": err.Error(), "code": 400}})
 		return
 	}
-	gen := r.URL.Path == "/inference/v1/generate"
+	gen := r.URL.Path == vllmwire.GeneratePath
 	sp, _ := body["sampling_params"].(map[string]any)
 	s.mu.Lock()
 	if ids, _ := body["token_ids"].([]any); gen && len(ids) == 1 && ids[0] == 0.0 && sp["max_tokens"] == 1.0 {
@@ -316,20 +318,20 @@ func (st *stream) send(toks []int, finish map[string]any) {
 	}
 	switch st.s.dialect {
 	case "vllm":
-		ch := map[string]any{"index": 0, "text": "x", "token_ids": toks, "finish_reason": nil, "stop_reason": nil}
+		ch := vllmwire.CompletionStreamChoice{Text: "x", TokenIDs: ids(toks)}
 		if finish != nil {
-			ch["finish_reason"], ch["stop_reason"] = finish["reason"], finish["matched"]
+			ch.FinishReason, ch.StopReason = reasonOf(finish), finish["matched"]
 		}
 		if st.logprobs && len(toks) > 0 {
-			lps, tops, names := []float64{}, []map[string]float64{}, []string{}
+			lp := &vllmwire.CompletionLogProbs{TextOffset: []int{0}, TokenLogprobs: []float64{}, Tokens: []string{}, TopLogprobs: []map[string]float64{}}
 			for _, t := range toks {
-				lps = append(lps, -0.5)
-				names = append(names, fmt.Sprintf("token_id:%d", t))
-				tops = append(tops, map[string]float64{fmt.Sprintf("token_id:%d", t): -0.5, "token_id:7": -1.5})
+				lp.TokenLogprobs = append(lp.TokenLogprobs, -0.5)
+				lp.Tokens = append(lp.Tokens, fmt.Sprintf("token_id:%d", t))
+				lp.TopLogprobs = append(lp.TopLogprobs, map[string]float64{fmt.Sprintf("token_id:%d", t): -0.5, "token_id:7": -1.5})
 			}
-			ch["logprobs"] = map[string]any{"tokens": names, "token_logprobs": lps, "top_logprobs": tops, "text_offset": []int{0}}
+			ch.Logprobs = lp
 		}
-		st.event(map[string]any{"id": "cmpl-1", "object": "text_completion", "model": st.s.opts.Model, "choices": []any{ch}})
+		st.event(vllmwire.CompletionStreamResponse{ID: "cmpl-1", Object: "text_completion", Model: st.s.opts.Model, Choices: []vllmwire.CompletionStreamChoice{ch}})
 	case "sglang":
 		all := append([]int{}, st.tokens...) // cumulative, SGLang's default
 		mi := map[string]any{"id": "rid", "prompt_tokens": st.prompt, "completion_tokens": n, "cached_tokens": 1, "finish_reason": nil}
@@ -384,13 +386,13 @@ func (st *stream) finish(reason string, matched any) {
 	st.send(toks, fin)
 	if st.generate {
 		n := len(st.tokens)
-		st.event(map[string]any{"request_id": "generate-tokens-1", "choices": []any{},
-			"usage": map[string]any{"prompt_tokens": st.prompt, "completion_tokens": n, "total_tokens": st.prompt + n}})
+		st.event(vllmwire.GenerateStreamResponse{RequestID: "generate-tokens-1", Choices: []vllmwire.GenerateChoice{},
+			Usage: &vllmwire.UsageInfo{PromptTokens: st.prompt, CompletionTokens: n, TotalTokens: st.prompt + n}})
 	} else if st.s.dialect == "vllm" {
 		n := len(st.tokens)
-		st.event(map[string]any{"id": "cmpl-1", "object": "text_completion", "model": st.s.opts.Model, "choices": []any{},
-			"usage": map[string]any{"prompt_tokens": st.prompt, "completion_tokens": n, "total_tokens": st.prompt + n,
-				"prompt_tokens_details": map[string]any{"cached_tokens": 1}}})
+		st.event(vllmwire.CompletionUsageChunk{ID: "cmpl-1", Object: "text_completion", Model: st.s.opts.Model, Choices: []vllmwire.CompletionStreamChoice{},
+			Usage: vllmwire.UsageInfo{PromptTokens: st.prompt, CompletionTokens: n, TotalTokens: st.prompt + n,
+				PromptTokensDetails: &vllmwire.PromptTokenUsageInfo{CachedTokens: 1}}})
 	}
 	if st.s.dialect != "llamacpp" {
 		fmt.Fprint(st.w, "data: [DONE]\n\n")
@@ -404,18 +406,36 @@ func (st *stream) sendGenerate(toks []int, finish map[string]any) {
 	if len(toks) == 0 {
 		return
 	}
-	ch := map[string]any{"index": 0, "logprobs": nil, "finish_reason": nil, "token_ids": toks}
+	ch := vllmwire.GenerateChoice{TokenIDs: ids(toks)}
 	if finish != nil && !st.s.opts.OmitFinish {
-		ch["finish_reason"] = finish["reason"]
+		ch.FinishReason = reasonOf(finish)
 	}
 	if st.logprobs {
-		var content []any
+		lp := &vllmwire.ChatCompletionLogProbs{}
 		for _, t := range toks {
 			name := fmt.Sprintf("token_id:%d", t)
-			content = append(content, map[string]any{"token": name, "logprob": -0.5, "bytes": nil,
-				"top_logprobs": []any{map[string]any{"token": "token_id:7", "logprob": -1.5}, map[string]any{"token": name, "logprob": -0.5}}})
+			lp.Content = append(lp.Content, vllmwire.ChatLogProb{Token: name, Logprob: -0.5,
+				TopLogprobs: []vllmwire.ChatLogProb{{Token: "token_id:7", Logprob: -1.5}, {Token: name, Logprob: -0.5}}})
 		}
-		ch["logprobs"] = map[string]any{"content": content}
+		ch.Logprobs = lp
 	}
-	st.event(map[string]any{"request_id": "generate-tokens-1", "choices": []any{ch}, "usage": nil})
+	st.event(vllmwire.GenerateStreamResponse{RequestID: "generate-tokens-1", Choices: []vllmwire.GenerateChoice{ch}})
+}
+
+// ids is toks as token ids (nil stays nil: JSON null).
+func ids(toks []int) []uint32 {
+	if toks == nil {
+		return nil
+	}
+	out := make([]uint32, len(toks))
+	for i, t := range toks {
+		out[i] = uint32(t)
+	}
+	return out
+}
+
+// reasonOf is a finish's reason, as a finish_reason field.
+func reasonOf(finish map[string]any) *string {
+	r, _ := finish["reason"].(string)
+	return &r
 }

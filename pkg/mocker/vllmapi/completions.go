@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/bridge/vllmwire"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -20,7 +21,7 @@ type choiceState struct {
 	sentPrompt bool
 	textOffset int
 	text       strings.Builder
-	lp         *completionLogprobs // unary: accumulated
+	lp         *vllmwire.CompletionLogProbs // unary: accumulated
 	finish     *string
 	stopReason any
 }
@@ -159,66 +160,13 @@ func (a *answer) choice(o *backend.Output) (*choiceState, int, error) {
 	return a.choices[i], i, nil
 }
 
-// streamChoice is vLLM's CompletionResponseStreamChoice.
-type streamChoice struct {
-	Index          int                 `json:"index"`
-	Text           string              `json:"text"`
-	Logprobs       *completionLogprobs `json:"logprobs"`
-	FinishReason   *string             `json:"finish_reason"`
-	StopReason     any                 `json:"stop_reason"`
-	PromptTokenIDs []uint32            `json:"prompt_token_ids"`
-	TokenIDs       []uint32            `json:"token_ids"`
-}
-
-// streamChunk is vLLM's CompletionStreamResponse.
-type streamChunk struct {
-	ID      string         `json:"id"`
-	Object  string         `json:"object"`
-	Created int64          `json:"created"`
-	Model   string         `json:"model"`
-	Choices []streamChoice `json:"choices"`
-	Usage   *usageInfo     `json:"usage"`
-}
-
-// usageChunk is the final usage chunk (vLLM drops its None fields).
-type usageChunk struct {
-	ID      string         `json:"id"`
-	Object  string         `json:"object"`
-	Created int64          `json:"created"`
-	Model   string         `json:"model"`
-	Choices []streamChoice `json:"choices"`
-	Usage   usageInfo      `json:"usage"`
-}
-
-// usageInfo is vLLM's UsageInfo, with prompt_tokens_details as vLLM
-// sends it under --enable-prompt-tokens-details (always, here).
-type usageInfo struct {
-	PromptTokens        int            `json:"prompt_tokens"`
-	TotalTokens         int            `json:"total_tokens"`
-	CompletionTokens    int            `json:"completion_tokens"`
-	PromptTokensDetails *promptDetails `json:"prompt_tokens_details,omitempty"`
-}
-
-// promptDetails is vLLM's PromptTokenUsageInfo.
-type promptDetails struct {
-	CachedTokens int `json:"cached_tokens"`
-}
-
 // usage is the answer's usage for completion tokens.
-func (a *answer) usage(completion int) usageInfo {
-	u := usageInfo{PromptTokens: len(a.opts.prompt), CompletionTokens: completion, TotalTokens: len(a.opts.prompt) + completion}
+func (a *answer) usage(completion int) vllmwire.UsageInfo {
+	u := vllmwire.UsageInfo{PromptTokens: len(a.opts.prompt), CompletionTokens: completion, TotalTokens: len(a.opts.prompt) + completion}
 	if a.cached != nil {
-		u.PromptTokensDetails = &promptDetails{CachedTokens: *a.cached}
+		u.PromptTokensDetails = &vllmwire.PromptTokenUsageInfo{CachedTokens: *a.cached}
 	}
 	return u
-}
-
-// completionLogprobs is vLLM's CompletionLogProbs.
-type completionLogprobs struct {
-	TextOffset    []int                `json:"text_offset"`
-	TokenLogprobs []float64            `json:"token_logprobs"`
-	Tokens        []string             `json:"tokens"`
-	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
 }
 
 // stream answers with SSE chunks: one per engine output, then the usage
@@ -251,7 +199,7 @@ func (a *answer) stream(w http.ResponseWriter, r *http.Request, rc *runtime.Cont
 		if len(toks) == 0 && c.finish == nil {
 			return nil
 		}
-		ch := streamChoice{Index: i, Text: text, FinishReason: c.finish, StopReason: c.stopReason}
+		ch := vllmwire.CompletionStreamChoice{Index: i, Text: text, FinishReason: c.finish, StopReason: c.stopReason}
 		if !c.sentPrompt {
 			ch.PromptTokenIDs, c.sentPrompt = a.opts.prompt, true
 		}
@@ -261,9 +209,9 @@ func (a *answer) stream(w http.ResponseWriter, r *http.Request, rc *runtime.Cont
 		if a.opts.logprobs {
 			ch.Logprobs = a.logprobs(c, o, toks)
 		}
-		chunk := streamChunk{ID: a.id, Object: "text_completion", Created: a.created, Model: a.s.cfg.Model, Choices: []streamChoice{ch}}
+		chunk := vllmwire.CompletionStreamResponse{ID: a.id, Object: "text_completion", Created: a.created, Model: a.s.cfg.Model, Choices: []vllmwire.CompletionStreamChoice{ch}}
 		if a.opts.continuous {
-			chunk.Usage = &usageInfo{PromptTokens: len(a.opts.prompt), CompletionTokens: len(c.ids), TotalTokens: len(a.opts.prompt) + len(c.ids)}
+			chunk.Usage = &vllmwire.UsageInfo{PromptTokens: len(a.opts.prompt), CompletionTokens: len(c.ids), TotalTokens: len(a.opts.prompt) + len(c.ids)}
 		}
 		return send(chunk)
 	}
@@ -277,7 +225,7 @@ func (a *answer) stream(w http.ResponseWriter, r *http.Request, rc *runtime.Cont
 	}
 	sse.end(err, func() {
 		if a.opts.includeUsage {
-			_ = send(usageChunk{ID: a.id, Object: "text_completion", Created: a.created, Model: a.s.cfg.Model, Choices: []streamChoice{},
+			_ = send(vllmwire.CompletionUsageChunk{ID: a.id, Object: "text_completion", Created: a.created, Model: a.s.cfg.Model, Choices: []vllmwire.CompletionStreamChoice{},
 				Usage: a.usage(a.completionTokens())})
 		}
 	})
@@ -292,31 +240,6 @@ func engineError(err error) (int, string) {
 		return http.StatusServiceUnavailable, err.Error()
 	}
 	return http.StatusInternalServerError, err.Error()
-}
-
-// unaryChoice is vLLM's CompletionResponseChoice.
-type unaryChoice struct {
-	Index          int                 `json:"index"`
-	Text           string              `json:"text"`
-	Logprobs       *completionLogprobs `json:"logprobs"`
-	FinishReason   *string             `json:"finish_reason"`
-	StopReason     any                 `json:"stop_reason"`
-	PromptLogprobs any                 `json:"prompt_logprobs"`
-	PromptTokenIDs []uint32            `json:"prompt_token_ids"`
-	TokenIDs       []uint32            `json:"token_ids"`
-}
-
-// unaryResponse is vLLM's CompletionResponse.
-type unaryResponse struct {
-	ID                string        `json:"id"`
-	Object            string        `json:"object"`
-	Created           int64         `json:"created"`
-	Model             string        `json:"model"`
-	Choices           []unaryChoice `json:"choices"`
-	ServiceTier       *string       `json:"service_tier"`
-	SystemFingerprint *string       `json:"system_fingerprint"`
-	Usage             usageInfo     `json:"usage"`
-	KVTransferParams  any           `json:"kv_transfer_params"`
 }
 
 // unary answers with one JSON body once every choice has finished.
@@ -334,7 +257,7 @@ func (a *answer) unary(w http.ResponseWriter, rc *runtime.Context, br *backend.R
 		if a.opts.logprobs && len(o.TokenIDs) > 0 {
 			lp := a.logprobs(c, o, o.TokenIDs)
 			if c.lp == nil {
-				c.lp = &completionLogprobs{}
+				c.lp = &vllmwire.CompletionLogProbs{}
 			}
 			c.lp.TextOffset = append(c.lp.TextOffset, lp.TextOffset...)
 			c.lp.TokenLogprobs = append(c.lp.TokenLogprobs, lp.TokenLogprobs...)
@@ -357,10 +280,10 @@ func (a *answer) unary(w http.ResponseWriter, rc *runtime.Context, br *backend.R
 		writeError(w, status, msg, "")
 		return
 	}
-	resp := unaryResponse{ID: a.id, Object: "text_completion", Created: a.created, Model: a.s.cfg.Model}
+	resp := vllmwire.CompletionResponse{ID: a.id, Object: "text_completion", Created: a.created, Model: a.s.cfg.Model}
 	completion := 0
 	for i, c := range a.choices {
-		ch := unaryChoice{Index: i, Logprobs: c.lp, FinishReason: c.finish, StopReason: c.stopReason}
+		ch := vllmwire.CompletionChoice{Index: i, Logprobs: c.lp, FinishReason: c.finish, StopReason: c.stopReason}
 		switch {
 		case c.stop != nil:
 			ch.Text = c.text.String()
@@ -385,12 +308,12 @@ type engineTopLogprob struct {
 
 // logprobs builds the logprobs of toks, o's tokens, advancing c's text
 // offset.
-func (a *answer) logprobs(c *choiceState, o *backend.Output, toks []uint32) *completionLogprobs {
+func (a *answer) logprobs(c *choiceState, o *backend.Output, toks []uint32) *vllmwire.CompletionLogProbs {
 	var top [][]engineTopLogprob
 	if len(o.TopLogprobs) > 0 {
 		_ = json.Unmarshal(o.TopLogprobs, &top)
 	}
-	lp := &completionLogprobs{TextOffset: []int{}, TokenLogprobs: []float64{}, Tokens: []string{}, TopLogprobs: []map[string]float64{}}
+	lp := &vllmwire.CompletionLogProbs{TextOffset: []int{}, TokenLogprobs: []float64{}, Tokens: []string{}, TopLogprobs: []map[string]float64{}}
 	for j, id := range toks {
 		tok := a.tokenString(id)
 		lp.Tokens = append(lp.Tokens, tok)

@@ -93,6 +93,10 @@
 // logprobs, finish_reason, token_ids}], prompt_logprobs: null,
 // kv_transfer_params: null, usage}.
 //
+// The answers of both endpoints are written with the shapes of
+// pkg/bridge/vllmwire, the ones the bridge reads; requests are read here,
+// field by field, to check their values as vLLM does.
+//
 // The request runs under a runtime.Context (id "cmpl-" + X-Request-Id or
 // a random hex UUID) tied to the HTTP request: when the client closes
 // the connection, the engine's Generate sees the context killed and frees

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/bridge/vllmwire"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -90,53 +91,23 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	a.generateUnary(w, rc, br)
 }
 
-// generateChoice is vLLM's GenerateResponseStreamChoice (and, unary,
-// GenerateResponseChoice).
-type generateChoice struct {
-	Index        int           `json:"index"`
-	Logprobs     *chatLogprobs `json:"logprobs"`
-	FinishReason *string       `json:"finish_reason"`
-	TokenIDs     []uint32      `json:"token_ids"`
-	RoutedExp    *string       `json:"routed_experts"`
-}
-
-// generateChunk is vLLM's GenerateStreamResponse.
-type generateChunk struct {
-	RequestID string           `json:"request_id"`
-	Choices   []generateChoice `json:"choices"`
-	Usage     *usageInfo       `json:"usage"`
-}
-
-// chatLogprobs is vLLM's ChatCompletionLogProbs, as this endpoint fills
-// it: every token named "token_id:<id>".
-type chatLogprobs struct {
-	Content []chatLogprob `json:"content"`
-}
-
-type chatLogprob struct {
-	Token       string        `json:"token"`
-	Logprob     float64       `json:"logprob"`
-	Bytes       []int         `json:"bytes"`
-	TopLogprobs []chatLogprob `json:"top_logprobs,omitempty"`
-}
-
 // chatLogprobsOf builds the logprobs of o's tokens.
-func chatLogprobsOf(o *backend.Output, k int) *chatLogprobs {
+func chatLogprobsOf(o *backend.Output, k int) *vllmwire.ChatCompletionLogProbs {
 	var top [][]engineTopLogprob
 	if len(o.TopLogprobs) > 0 {
 		_ = json.Unmarshal(o.TopLogprobs, &top)
 	}
-	lp := &chatLogprobs{Content: []chatLogprob{}}
+	lp := &vllmwire.ChatCompletionLogProbs{Content: []vllmwire.ChatLogProb{}}
 	for j, id := range o.TokenIDs {
 		v := 0.0
 		if j < len(o.LogProbs) {
 			v = o.LogProbs[j]
 		}
-		e := chatLogprob{Token: fmt.Sprintf("token_id:%d", id), Logprob: max(v, -9999), TopLogprobs: []chatLogprob{}}
+		e := vllmwire.ChatLogProb{Token: fmt.Sprintf("token_id:%d", id), Logprob: max(v, -9999), TopLogprobs: []vllmwire.ChatLogProb{}}
 		if j < len(top) {
 			for _, t := range top[j] {
 				if len(e.TopLogprobs) < max(k, 1) {
-					e.TopLogprobs = append(e.TopLogprobs, chatLogprob{Token: fmt.Sprintf("token_id:%d", t.TokenID), Logprob: max(t.Logprob, -9999)})
+					e.TopLogprobs = append(e.TopLogprobs, vllmwire.ChatLogProb{Token: fmt.Sprintf("token_id:%d", t.TokenID), Logprob: max(t.Logprob, -9999)})
 				}
 			}
 		}
@@ -155,17 +126,17 @@ func chatLogprobsOf(o *backend.Output, k int) *chatLogprobs {
 func (a *answer) generateStream(w http.ResponseWriter, r *http.Request, rc *runtime.Context, br *backend.Request) {
 	sse := openSSE(w)
 	send := sse.send
-	held := make([]*generateChoice, len(a.choices))
+	held := make([]*vllmwire.GenerateChoice, len(a.choices))
 	flush := func(i int) error {
 		ch := held[i]
 		if ch == nil {
 			return nil
 		}
 		held[i] = nil
-		chunk := generateChunk{RequestID: a.id, Choices: []generateChoice{*ch}}
+		chunk := vllmwire.GenerateStreamResponse{RequestID: a.id, Choices: []vllmwire.GenerateChoice{*ch}}
 		if a.opts.continuous {
 			n := len(a.choices[i].ids)
-			chunk.Usage = &usageInfo{PromptTokens: len(a.opts.prompt), CompletionTokens: n, TotalTokens: len(a.opts.prompt) + n}
+			chunk.Usage = &vllmwire.UsageInfo{PromptTokens: len(a.opts.prompt), CompletionTokens: n, TotalTokens: len(a.opts.prompt) + n}
 		}
 		return send(chunk)
 	}
@@ -193,7 +164,7 @@ func (a *answer) generateStream(w http.ResponseWriter, r *http.Request, rc *runt
 			if err := flush(i); err != nil {
 				return err
 			}
-			ch := &generateChoice{Index: i, TokenIDs: append([]uint32{}, o.TokenIDs...)}
+			ch := &vllmwire.GenerateChoice{Index: i, TokenIDs: append([]uint32{}, o.TokenIDs...)}
 			if a.opts.logprobs {
 				ch.Logprobs = chatLogprobsOf(o, int(*br.OutputOptions.Logprobs))
 			}
@@ -221,24 +192,15 @@ func (a *answer) generateStream(w http.ResponseWriter, r *http.Request, rc *runt
 		}
 		if a.opts.includeUsage {
 			u := a.usage(a.completionTokens())
-			_ = send(generateChunk{RequestID: a.id, Choices: []generateChoice{}, Usage: &u})
+			_ = send(vllmwire.GenerateStreamResponse{RequestID: a.id, Choices: []vllmwire.GenerateChoice{}, Usage: &u})
 		}
 	})
-}
-
-// generateResponse is vLLM's GenerateResponse.
-type generateResponse struct {
-	RequestID        string           `json:"request_id"`
-	Choices          []generateChoice `json:"choices"`
-	PromptLogprobs   any              `json:"prompt_logprobs"`
-	KVTransferParams any              `json:"kv_transfer_params"`
-	Usage            usageInfo        `json:"usage"`
 }
 
 // generateUnary answers with one GenerateResponse once every choice has
 // finished.
 func (a *answer) generateUnary(w http.ResponseWriter, rc *runtime.Context, br *backend.Request) {
-	lps := make([]*chatLogprobs, len(a.choices))
+	lps := make([]*vllmwire.ChatCompletionLogProbs, len(a.choices))
 	emit := func(o *backend.Output) error {
 		c, i, err := a.choice(o)
 		if err != nil {
@@ -252,7 +214,7 @@ func (a *answer) generateUnary(w http.ResponseWriter, rc *runtime.Context, br *b
 		if a.opts.logprobs && len(o.TokenIDs) > 0 {
 			lp := chatLogprobsOf(o, int(*br.OutputOptions.Logprobs))
 			if lps[i] == nil {
-				lps[i] = &chatLogprobs{}
+				lps[i] = &vllmwire.ChatCompletionLogProbs{}
 			}
 			lps[i].Content = append(lps[i].Content, lp.Content...)
 		}
@@ -272,9 +234,9 @@ func (a *answer) generateUnary(w http.ResponseWriter, rc *runtime.Context, br *b
 		writeError(w, status, msg, "")
 		return
 	}
-	resp := generateResponse{RequestID: a.id, Choices: []generateChoice{}, Usage: a.usage(a.completionTokens())}
+	resp := vllmwire.GenerateResponse{RequestID: a.id, Choices: []vllmwire.GenerateChoice{}, Usage: a.usage(a.completionTokens())}
 	for i, c := range a.choices {
-		resp.Choices = append(resp.Choices, generateChoice{Index: i, Logprobs: lps[i], FinishReason: c.finish, TokenIDs: append([]uint32{}, c.ids...)})
+		resp.Choices = append(resp.Choices, vllmwire.GenerateChoice{Index: i, Logprobs: lps[i], FinishReason: c.finish, TokenIDs: append([]uint32{}, c.ids...)})
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

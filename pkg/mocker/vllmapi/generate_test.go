@@ -7,8 +7,12 @@ import (
 	"testing"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/bridge/vllmwire"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
 )
+
+// usageInfo is an answer's usage as the tests decode it.
+type usageInfo = vllmwire.UsageInfo
 
 // genChunk is a GenerateStreamResponse, its fields' presence kept.
 type genChunk struct {

@@ -17,9 +17,21 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/dynamo-go/dynamo/internal/testenv"
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
 )
+
+// waitSubscribed waits until every rank's PUB socket knows a subscription:
+// what the ranks publish from then on reaches the subscribers.
+func waitSubscribed(t *testing.T, s *Server) {
+	t.Helper()
+	for r, rp := range s.kv.ranks {
+		testenv.WaitFor(t, 5*time.Second, fmt.Sprintf("a subscription at rank %d's publisher", r), func() bool {
+			return len(rp.pub.(zmq4.Topics).Topics()) > 0
+		})
+	}
+}
 
 // kv is a decoded map with its keys in wire order.
 type kv struct {
@@ -196,9 +208,9 @@ func TestKVEventsOverZeroMQ(t *testing.T) {
 	if err := sub.SetOption(zmq4.OptionSubscribe, ""); err != nil {
 		t.Fatal(err)
 	}
-	// Let the subscription reach the publisher: nothing is published
-	// before the first request.
-	time.Sleep(300 * time.Millisecond)
+	// Nothing is published before the first request, and nothing is
+	// sent to a subscriber before its subscription reaches the publisher.
+	waitSubscribed(t, s)
 
 	// Two requests with different 9-token prompts: each stores its two
 	// full prompt blocks (the partial third block is not an event; one
@@ -310,7 +322,7 @@ func TestKVEventsPerRank(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitSubscribed(t, s)
 	for _, rank := range []int{1, 0} {
 		p := make([]uint32, 8)
 		for i := range p {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/dynamo-go/dynamo/internal/testenv"
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/mocker"
 )
@@ -53,7 +54,7 @@ func testServer(t *testing.T, mod func(*mocker.Config, *Config)) *Server {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	waitFor(t, 5*time.Second, "health 200", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "health 200", func() bool {
 		resp, err := http.Get(s.url("/health"))
 		if err != nil {
 			return false
@@ -65,17 +66,6 @@ func testServer(t *testing.T, mod func(*mocker.Config, *Config)) *Server {
 }
 
 func (s *Server) url(path string) string { return "http://" + s.HTTPAddr() + path }
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 func post(t *testing.T, s *Server, path string, body any) (*http.Response, []byte) {
 	t.Helper()
@@ -493,7 +483,7 @@ func TestAbortOnDisconnect(t *testing.T) {
 	cancel()
 	resp.Body.Close()
 	start := time.Now()
-	waitFor(t, time.Second, "the request to leave the engine", func() bool { return eng.Stats().Running == 0 && eng.IsQuiescent() })
+	testenv.WaitFor(t, time.Second, "the request to leave the engine", func() bool { return eng.Stats().Running == 0 && eng.IsQuiescent() })
 	t.Logf("aborted after %v", time.Since(start))
 }
 
@@ -587,7 +577,7 @@ func TestHealthIs503WhileStarting(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("completion while starting: %d %s", resp.StatusCode, body)
 	}
-	waitFor(t, 5*time.Second, "health 200", func() bool { return status() == 200 })
+	testenv.WaitFor(t, 5*time.Second, "health 200", func() bool { return status() == 200 })
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -78,7 +78,7 @@ type ModelDeps struct {
 	Querier Querier
 	// Next sends a request to the chosen worker (*router.PushRouter).
 	// Required.
-	Next pusher
+	Next Pusher
 	// Metrics are shared by the frontend's models; nil records nothing.
 	Metrics *Metrics
 	// LoadChanged, when set, is called after each load event a worker

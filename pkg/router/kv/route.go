@@ -24,10 +24,13 @@ type matcher interface {
 	FindMatchesInto(m *Matches, local []uint64)
 }
 
-// pusher sends a request to an instance the router chose: the push
-// router (*router.PushRouter). Generate is used for requests pinned to an
-// instance and when no worker is available (for its usual answer).
-type pusher interface {
+// Pusher sends a request to an instance the router chose: the push
+// router (*router.PushRouter), or a view of it that narrows Available (the
+// pipeline's admission stage). GenerateOn sends to the chosen instance;
+// Generate is used for requests pinned to an instance and when no worker
+// is available (for its usual answer); Available lists the instances the
+// router may choose from.
+type Pusher interface {
 	backend.Generator
 	GenerateOn(ctx context.Context, id uint64, req *backend.Request, emit func(*backend.Output) error) error
 	Available() []uint64
@@ -43,7 +46,7 @@ type RouterConfig struct {
 
 // RouterDeps are the router's parts.
 type RouterDeps struct {
-	Next      pusher
+	Next      Pusher
 	Matcher   matcher
 	Approx    *ApproxIndexer // set in approximate mode: routing decisions feed it
 	Scheduler *Scheduler

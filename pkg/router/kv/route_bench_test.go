@@ -85,7 +85,7 @@ func BenchmarkSelect(b *testing.B) {
 	}
 }
 
-// benchTarget is a pusher with nw instances that is never called.
+// benchTarget is a Pusher with nw instances that is never called.
 type benchTarget struct{ ids []uint64 }
 
 func (t *benchTarget) Available() []uint64 { return t.ids }

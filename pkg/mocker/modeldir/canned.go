@@ -1,4 +1,4 @@
-package main
+package modeldir
 
 import (
 	"bytes"
@@ -14,26 +14,26 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/preprocessor/tokenizer"
 )
 
-// cannedEntry is one entry of the --canned-responses file: the answer of
+// Canned is one entry of the --canned-responses file: the answer of
 // the requests whose prompt contains PromptContains. Text answers every
 // choice; Texts answers choice i with Texts[i], the last one repeated.
-type cannedEntry struct {
+type Canned struct {
 	PromptContains string   `json:"prompt_contains"`
 	Text           *string  `json:"text"`
 	Texts          []string `json:"texts"`
 }
 
-// loadCanned reads and checks a --canned-responses file: a JSON list of
+// ReadCanned reads and checks a --canned-responses file: a JSON list of
 // entries, each with a non-empty prompt_contains and either text or a
 // non-empty texts.
-func loadCanned(path string) ([]cannedEntry, error) {
+func ReadCanned(path string) ([]Canned, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--canned-responses: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var entries []cannedEntry
+	var entries []Canned
 	if err := dec.Decode(&entries); err != nil {
 		return nil, fmt.Errorf("--canned-responses %s: want a JSON list of {\"prompt_contains\", \"text\" or \"texts\"}: %w", path, err)
 	}
@@ -61,7 +61,7 @@ type cannedScript struct {
 	ids      [][]uint32 // the texts encoded
 }
 
-// newScript returns the engine's Config.Script. A request whose prompt,
+// Script returns the engine's Config.Script. A request whose prompt,
 // decoded with tok (special tokens kept), contains an entry's
 // prompt_contains gets the first such entry's text, encoded with tok (so
 // that special and added tokens written in it are their ids), unless the
@@ -71,7 +71,7 @@ type cannedScript struct {
 // (mocker.GuidedText: an instance of its JSON schema, or its first
 // choice); regex and grammar constraints are not followed, and do not
 // stop a canned text. Any other request is generated as usual.
-func newScript(tok *tokenizer.Tokenizer, entries []cannedEntry, log *slog.Logger) (func(*backend.Request, int) ([]uint32, bool), error) {
+func Script(tok *tokenizer.Tokenizer, entries []Canned, log *slog.Logger) (func(*backend.Request, int) ([]uint32, bool), error) {
 	scripts := make([]cannedScript, len(entries))
 	for i, e := range entries {
 		texts := e.Texts

@@ -15,8 +15,8 @@ import (
 
 // Version and Commit are stamped at build time, e.g.
 //
-//	go build -ldflags "-X github.com/dynamo-go/dynamo/internal/version.Version=v0.4.0 \
-//	  -X github.com/dynamo-go/dynamo/internal/version.Commit=$(git rev-parse HEAD)" ./cmd/...
+//	go build -ldflags "-X github.com/dynamo-go/dynamo/cmd/internal/version.Version=v0.4.0 \
+//	  -X github.com/dynamo-go/dynamo/cmd/internal/version.Commit=$(git rev-parse HEAD)" ./cmd/...
 //
 // Left empty, Get fills them from the binary's build information.
 var (
