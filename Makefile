@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run run-disagg run-llamacpp llama-server demo-gguf bench-llamacpp images test test-short bench bench-tokenizer bench-preprocess bench-stack bench-streams trace-demo fuzz lint clean
+.PHONY: build run run-disagg run-llamacpp llama-server demo-gguf bench-llamacpp images test test-short bench bench-tokenizer bench-preprocess bench-stack bench-conversations bench-streams trace-demo fuzz lint clean
 
 build:
 	$(GO) build $(PKGS)
@@ -100,6 +100,11 @@ bench-preprocess:
 # server streaming the same tokens, then against frontend + two mockers.
 bench-stack:
 	./scripts/bench-stack.sh 500 5000
+
+# Long conversations (30 turns growing to 60,000 tokens) with the frontend's
+# conversation cache off and on: frontend CPU per turn and turns/s.
+bench-conversations:
+	./scripts/bench-conversations.sh
 
 # The stack in front of a real engine (llama-server): K streams straight
 # to the engine and through frontend + worker, same engine, same run; and
