@@ -33,6 +33,9 @@ import (
 type conversationCache struct {
 	budget int64
 	seed   maphash.Seed
+	// minBytes: shorter prompts are encoded whole and not kept
+	// (conversationMinBytes; tests lower it).
+	minBytes int
 	// reused counts the ids taken from the cache.
 	reused atomic.Int64
 
@@ -65,13 +68,23 @@ type cutHolder struct {
 	i int
 }
 
+// conversationMinBytes is the shortest rendered prompt the cache keeps
+// (about a thousand tokens): a shorter one encodes in well under a
+// millisecond, and keeping every short single-turn prompt would spend the
+// budget's memory for nothing.
+const conversationMinBytes = 4 << 10
+
 func newConversationCache(budget int64) *conversationCache {
-	return &conversationCache{budget: budget, seed: maphash.MakeSeed(), byCut: map[uint64]cutHolder{}}
+	return &conversationCache{budget: budget, seed: maphash.MakeSeed(), minBytes: conversationMinBytes, byCut: map[uint64]cutHolder{}}
 }
 
 // encode returns the ids of text (tokenizer.Encode without special
 // tokens), their JSON encoding, and how many of them came from the cache.
 func (c *conversationCache) encode(tok *tokenizer.Tokenizer, text string) (ids []uint32, enc *backend.PromptJSON, reused int, err error) {
+	if len(text) < c.minBytes {
+		ids, err = tok.Encode(text, false)
+		return ids, nil, 0, err
+	}
 	offsets := tok.CutOffsets(nil, text)
 	sums := c.sums(text, offsets)
 	from, at := c.lookup(text, offsets, sums)

@@ -25,6 +25,7 @@ func withConversationCache(t testing.TB, m *Model, budget int64) *Model {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.conv.minBytes = 0 // the tests' conversations are short
 	return c
 }
 
@@ -280,5 +281,34 @@ func checkWire(t *testing.T, r *backend.Request) {
 	}
 	if string(got) != string(want) {
 		t.Fatalf("the request on the wire differs with the cache's JSON of its ids")
+	}
+}
+
+// A prompt shorter than conversationMinBytes is encoded whole and not
+// kept: short single-turn traffic spends nothing on the cache.
+func TestConversationCacheLeavesShortPromptsOut(t *testing.T) {
+	plain := demoModel(t)
+	cached := withConversationCache(t, plain, 1<<20)
+	cached.conv.minBytes = conversationMinBytes
+	conv := &conversation{rng: rand.New(rand.NewPCG(7, 7)), system: "Hi."}
+	for k := range 3 {
+		body := conv.turn(k)
+		want, err := plain.PrepareChat(convRequest(t, body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := cached.PrepareChat(convRequest(t, body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want.Prompt) >= conversationMinBytes {
+			t.Fatalf("turn %d's prompt is %d bytes: not short", k, len(want.Prompt))
+		}
+		if !slices.Equal(got.Request.TokenIDs, want.Request.TokenIDs) {
+			t.Fatalf("turn %d: ids differ", k)
+		}
+	}
+	if n, _ := cached.conv.stats(); n != 0 || cached.conv.reused.Load() != 0 {
+		t.Errorf("%d short prompts kept, %d ids reused", n, cached.conv.reused.Load())
 	}
 }
