@@ -33,18 +33,13 @@ fi
 mkdir -p bin "$OUT"
 go build -o bin/ ./cmd/frontend ./cmd/mocker ./cmd/bench
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-export DYN_FILE_KV="$work/kv" DYN_LOG=warn DYN_HTTP_GRACEFUL_SHUTDOWN_TIMEOUT_SECS=0
+# A one-machine stack's environment and the children's stop on exit
+# ($kv is the discovery directory, removed then; the logs go there too).
+. scripts/lib/stack.sh
+export DYN_LOG=warn
+work=$kv
 bin/mocker --model-path "$model_dir" --model-name conv --num-workers 2 --speedup-ratio 100000 \
-  --context-length 131072 --discovery-backend file >"$work/mocker.log" 2>&1 &
+  --context-length 131072 >"$work/mocker.log" 2>&1 &
 mocker=$!
 pids+=($mocker)
 
@@ -53,8 +48,9 @@ pids+=($mocker)
 run() {
   local label=$1 bin=$2
   shift 2
-  "$bin" --http-host 127.0.0.1 --http-port 8201 --discovery-backend file "$@" >"$work/frontend-$label.log" 2>&1 &
+  "$bin" --http-host 127.0.0.1 --http-port 8201 "$@" >"$work/frontend-$label.log" 2>&1 &
   local fe=$!
+  pids+=("$fe")
   for _ in $(seq 1 200); do
     if curl -fsS http://127.0.0.1:8201/v1/models 2>/dev/null | grep -q '"conv"'; then break; fi
     sleep 0.05

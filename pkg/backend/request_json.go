@@ -18,7 +18,8 @@ type requestFields Request
 // tokenIDsNull is how encoding/json writes requestFields' nil TokenIDs.
 var tokenIDsNull = []byte(`"token_ids":null`)
 
-// PromptJSON is a prompt's ids already written as a JSON array (the
+// PromptJSON is a prompt's ids already written as the inside of a JSON
+// array, "1,2,3" (the
 // preprocessor's conversation cache keeps the encoding of a conversation's
 // earlier prompt and writes only the ids it adds): Request.MarshalJSON
 // copies it instead of writing every id again. It stands for one slice of
@@ -29,9 +30,10 @@ type PromptJSON struct {
 	n     int
 }
 
-// NewPromptJSON returns the encoding b (AppendTokenIDs' output) of ids.
-func NewPromptJSON(ids []uint32, b []byte) *PromptJSON {
-	p := &PromptJSON{json: b, n: len(ids)}
+// NewPromptJSON returns the encoding list (AppendTokenIDList's output,
+// without the brackets) of ids.
+func NewPromptJSON(ids []uint32, list []byte) *PromptJSON {
+	p := &PromptJSON{json: list, n: len(ids)}
 	if len(ids) > 0 {
 		p.first = &ids[0]
 	}
@@ -61,10 +63,10 @@ func (r *Request) MarshalJSON() ([]byte, error) {
 		return b, nil
 	}
 	at := i + len(`"token_ids":`)
-	if enc := r.PromptJSON.of(r.TokenIDs); enc != nil {
-		out := make([]byte, 0, len(b)+len(enc))
+	if list := r.PromptJSON.of(r.TokenIDs); list != nil {
+		out := make([]byte, 0, len(b)+len(list)+2)
 		out = append(out, b[:at]...)
-		out = append(out, enc...)
+		out = append(append(append(out, '['), list...), ']')
 		return append(out, b[at+len("null"):]...), nil
 	}
 	out := make([]byte, 0, len(b)+len(r.TokenIDs)*11+2)

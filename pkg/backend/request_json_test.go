@@ -124,7 +124,7 @@ func BenchmarkRequestMarshalJSON(b *testing.B) {
 // other ids (a copy, a longer slice) it is not used.
 func TestPromptJSONStandsForItsIds(t *testing.T) {
 	ids := []uint32{3, 1, 4}
-	enc := NewPromptJSON(ids, []byte("[3,1,4]"))
+	enc := NewPromptJSON(ids, []byte("3,1,4"))
 	r := &Request{Model: "m", TokenIDs: ids, PromptJSON: enc}
 	got, _ := r.MarshalJSON()
 	want, _ := json.Marshal((*requestFields)(r))
@@ -139,7 +139,7 @@ func TestPromptJSONStandsForItsIds(t *testing.T) {
 		t.Errorf("longer ids: %s", got)
 	}
 	r.TokenIDs = []uint32{3, 1, 4}
-	r.PromptJSON = NewPromptJSON(ids, []byte("[9,9,9]"))
+	r.PromptJSON = NewPromptJSON(ids, []byte("9,9,9"))
 	got, _ = r.MarshalJSON()
 	if !strings.Contains(string(got), `"token_ids":[3,1,4]`) {
 		t.Errorf("a copy of the ids: %s", got)

@@ -117,9 +117,7 @@ func (c *conversationCache) encode(tok *tokenizer.Tokenizer, text string) (ids [
 	// appends to them (a migration) copies them first; nothing writes
 	// into a request's ids.
 	out := slices.Clip(p.ids)
-	b := make([]byte, 0, len(p.json)+2)
-	b = append(append(append(b, '['), p.json...), ']')
-	return out, backend.NewPromptJSON(out, b), reused, nil
+	return out, backend.NewPromptJSON(out, p.json), reused, nil
 }
 
 // encodeJSON writes p's ids as JSON, from its prompt's at-th cut's when

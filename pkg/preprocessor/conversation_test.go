@@ -199,14 +199,7 @@ func TestConversationCacheIsBounded(t *testing.T) {
 	for k := range 10 {
 		for i, conv := range convs {
 			body := conv.turn(k)
-			want, err := plain.PrepareChat(convRequest(t, body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := cached.PrepareChat(convRequest(t, body))
-			if err != nil {
-				t.Fatal(err)
-			}
+			want, got := prepareBoth(t, plain, cached, body)
 			if !slices.Equal(got.Request.TokenIDs, want.Request.TokenIDs) {
 				t.Fatalf("conversation %d turn %d: ids differ with the cache", i, k)
 			}
@@ -293,14 +286,7 @@ func TestConversationCacheLeavesShortPromptsOut(t *testing.T) {
 	conv := &conversation{rng: rand.New(rand.NewPCG(7, 7)), system: "Hi."}
 	for k := range 3 {
 		body := conv.turn(k)
-		want, err := plain.PrepareChat(convRequest(t, body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := cached.PrepareChat(convRequest(t, body))
-		if err != nil {
-			t.Fatal(err)
-		}
+		want, got := prepareBoth(t, plain, cached, body)
 		if len(want.Prompt) >= conversationMinBytes {
 			t.Fatalf("turn %d's prompt is %d bytes: not short", k, len(want.Prompt))
 		}
@@ -311,4 +297,17 @@ func TestConversationCacheLeavesShortPromptsOut(t *testing.T) {
 	if n, _ := cached.conv.stats(); n != 0 || cached.conv.reused.Load() != 0 {
 		t.Errorf("%d short prompts kept, %d ids reused", n, cached.conv.reused.Load())
 	}
+}
+
+// prepareBoth prepares body's chat request with plain and with cached.
+func prepareBoth(t *testing.T, plain, cached *Model, body []byte) (want, got *Prepared) {
+	t.Helper()
+	want, err := plain.PrepareChat(convRequest(t, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = cached.PrepareChat(convRequest(t, body)); err != nil {
+		t.Fatal(err)
+	}
+	return want, got
 }
