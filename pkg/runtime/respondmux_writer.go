@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"net"
+	goruntime "runtime"
 	"sync"
 
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
@@ -53,6 +54,11 @@ func (w *linkWriter) queue(add func([]byte) []byte) (int64, error) {
 		return end, nil
 	}
 	w.writing = true
+	// Streams woken by the same engine step are usually runnable now:
+	// letting them queue their frames first makes one write of many.
+	w.mu.Unlock()
+	goruntime.Gosched()
+	w.mu.Lock()
 	for len(w.buf) > 0 && w.err == nil {
 		out := w.buf
 		w.buf = w.spare[:0]

@@ -62,16 +62,24 @@ func (p *eventPublisher) PublishLoad(ctx context.Context, _ int, metrics any) er
 func (p *eventPublisher) PublishesLoad() bool { return p.rt.HasEventPlane() }
 
 func (p *eventPublisher) publish(ctx context.Context, subject string, v any) error {
+	if !p.rt.HasEventPlane() {
+		p.noEventPlane()
+		return nil // not encoded: it would go nowhere
+	}
 	b, err := kvblock.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("worker: encode event: %w", err)
 	}
 	err = p.rt.Publish(ctx, subject, b)
 	if errors.Is(err, runtime.ErrNoEventPlane) {
-		p.warnOnce.Do(func() {
-			p.log.Warn("worker: no event plane; KV events and load metrics are not published (use --request-plane nats)")
-		})
+		p.noEventPlane()
 		return nil
 	}
 	return err
+}
+
+func (p *eventPublisher) noEventPlane() {
+	p.warnOnce.Do(func() {
+		p.log.Warn("worker: no event plane; KV events and load metrics are not published (use --request-plane nats)")
+	})
 }
