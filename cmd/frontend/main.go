@@ -95,7 +95,7 @@ func serve(ctx context.Context, s settings, rcfg runtime.Config, pprofAddr strin
 	if err != nil {
 		return errors.Join(err, rt.Close())
 	}
-	svc, err := frontend.New(s.http, frontend.Deps{Models: models, Logger: log, Registry: reg, Metrics: met, TracerProvider: tp})
+	svc, err := frontend.New(s.http, frontend.Deps{Models: frontend.ServeRegistry(models), Logger: log, Registry: reg, Metrics: met, TracerProvider: tp})
 	if err != nil {
 		return errors.Join(err, rt.Close())
 	}

@@ -91,7 +91,7 @@ func startStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := frontend.New(frontend.Config{ShutdownGrace: -1}, frontend.Deps{Models: models, Registry: freg, Metrics: met})
+	svc, err := frontend.New(frontend.Config{ShutdownGrace: -1}, frontend.Deps{Models: frontend.ServeRegistry(models), Registry: freg, Metrics: met})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ var Allowed = map[string][]string{
 	"pkg/preprocessor/reasoning": {},
 	"pkg/preprocessor":           {"pkg/runtime", "pkg/backend", "pkg/openai", "pkg/modelcard", "pkg/telemetry", "internal/jsonscan"},
 	"pkg/admission":              {"pkg/runtime", "pkg/backend", "pkg/telemetry"},
-	"pkg/pipeline":               {"pkg/admission", "pkg/preprocessor", "pkg/migration", "pkg/prefill", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/modelcard", "pkg/kvblock", "pkg/telemetry"},
+	"pkg/pipeline":               {"pkg/admission", "pkg/preprocessor", "pkg/openai", "pkg/migration", "pkg/prefill", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/modelcard", "pkg/kvblock", "pkg/telemetry"},
 	"pkg/frontend":               {"pkg/admission", "pkg/pipeline", "pkg/preprocessor", "pkg/router", "pkg/runtime", "pkg/backend", "pkg/openai", "pkg/modelcard", "pkg/telemetry"},
 	"internal/testenv":           {},
 	"internal/testgguf":          {"pkg/preprocessor/tokenizer", "internal/jsonscan"},

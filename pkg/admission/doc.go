@@ -1,6 +1,7 @@
 // Package admission holds the admission stage of a model's chain: the
 // bounded, priority-ordered queue in front of routing, in every router
-// mode. Stage is a backend.Generator that wraps the rest of the chain.
+// mode. Stage is a backend.Generator that wraps the rest of the chain
+// (Before); it is built before the routers it gates, which are handed it.
 //
 // # Capacity
 //

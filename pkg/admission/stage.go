@@ -98,10 +98,12 @@ type Stage struct {
 
 var _ backend.Generator = (*Stage)(nil)
 
-// New returns the stage in front of next, admitting onto workers. An
+// New returns a model's stage, admitting onto workers. It is built before
+// the routers it gates (they ask it for Unsaturated workers and Kick it
+// when their loads change); Before puts it in front of the chain. An
 // unknown Config.Policy is taken for PolicyFCFS (cmd/frontend validates
 // the flag).
-func New(next backend.Generator, workers Workers, cfg Config) *Stage {
+func New(workers Workers, cfg Config) *Stage {
 	if cfg.QueueTimeout <= 0 {
 		cfg.QueueTimeout = DefaultQueueTimeout
 	}
@@ -112,7 +114,14 @@ func New(next backend.Generator, workers Workers, cfg Config) *Stage {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Stage{next: next, workers: workers, cfg: cfg, log: log, order: orderOf(cfg.Policy)}
+	return &Stage{workers: workers, cfg: cfg, log: log, order: orderOf(cfg.Policy)}
+}
+
+// Before makes next the stage after s, whose Generate runs the admitted
+// requests, and returns s. Call it once, before s serves a request.
+func (s *Stage) Before(next backend.Generator) *Stage {
+	s.next = next
+	return s
 }
 
 // waiter is one request waiting for a slot.

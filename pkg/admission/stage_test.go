@@ -206,7 +206,7 @@ func newFixture(t *testing.T, ws []uint64, cfg Config) *fixture {
 	}
 	cfg.Model, cfg.Metrics = "m", met
 	f := &fixture{t: t, next: newFakeNext(ws), reg: reg, results: map[uint32]error{}, cancels: map[uint32]context.CancelFunc{}}
-	f.stage = New(f.next, f.next, cfg)
+	f.stage = New(f.next, cfg).Before(f.next)
 	f.next.stage = f.stage
 	return f
 }
@@ -544,7 +544,7 @@ func (noWorkers) Loads() ([]WorkerLoad, int) { return nil, 0 }
 func TestNoWorkersIsNotOverload(t *testing.T) {
 	noInstances := errors.New("router: no instances")
 	next := backend.GeneratorFunc(func(context.Context, *backend.Request, func(*backend.Output) error) error { return noInstances })
-	s := New(next, noWorkers{}, Config{Model: "m", QueueMax: 0, Capacity: 1})
+	s := New(noWorkers{}, Config{Model: "m", QueueMax: 0, Capacity: 1}).Before(next)
 	if err := s.Generate(context.Background(), &backend.Request{}, nil); !errors.Is(err, noInstances) {
 		t.Fatalf("got %v, want the router's error", err)
 	}

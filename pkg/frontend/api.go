@@ -23,30 +23,43 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
-// call is one decoded /v1 request, ready to run against a model.
-type call struct {
+// apiRequest is one decoded /v1 request of an endpoint: chatRequest
+// (chat.go), completionRequest (completions.go), embeddingRequest
+// (embeddings.go), responsesRequest (responses.go). serve resolves its
+// model and runs it: stream, unary or query.
+type apiRequest interface {
+	// target is the model the client asked for and how to answer.
+	target() requestTarget
+	// run streams the request's events through m.
+	run(ctx context.Context, m ServedModel, id string, emit func(preprocessor.Event) error) error
+	// fold returns an emit that folds the events into the unary answer,
+	// and the function that returns that answer.
+	fold() (emit func(preprocessor.Event) error, result func() any)
+	// streamFormat writes the stream of an endpoint whose events are not
+	// chat's and completions' chunks (the Responses API); nil: the chunks
+	// as they are, then data: [DONE].
+	streamFormat() streamFormat
+}
+
+// preparedRequest is a request that can say where it would be routed
+// without running (the query_instance_id annotation): chat and
+// completions.
+type preparedRequest interface {
+	prepare(m ServedModel) (*preprocessor.Prepared, error)
+}
+
+// requestTarget is what serve needs to know of a request before it runs.
+type requestTarget struct {
 	model    string // the name the client asked for
 	stream   bool
 	needs    modelcard.ModelType // the model type the endpoint needs
 	endpoint string              // metrics label
-	// run streams the request's events through m's chain.
-	run func(ctx context.Context, m *pipeline.Model, id string, emit func(preprocessor.Event) error) error
-	// fold returns an emit that folds chunks into the unary response, and
-	// the function that returns it.
-	fold func() (func(preprocessor.Event) error, func() any)
-	// prepare builds the engine request without running it (for the
-	// query_instance_id annotation).
-	prepare func(m *pipeline.Model) (*preprocessor.Prepared, error)
 	// queryOnly: the client asks where the request would go, not for an
 	// answer (nvext.annotations query_instance_id).
 	queryOnly bool
 	// wantWorker: the client asks for the serving worker in the response's
 	// nvext (nvext.extra_fields worker_id).
 	wantWorker bool
-	// format writes the stream of a route whose events are not chat's and
-	// completions' chunks (the Responses API); nil: the chunks as they
-	// are, then data: [DONE].
-	format streamFormat
 }
 
 // streamFormat turns a request's events into the events of its stream.
@@ -85,64 +98,6 @@ func routingAsks(nv *openai.NvExt) (queryOnly, wantWorker bool) {
 	return queryOnly, wantWorker
 }
 
-func (s *Service) handleChat(w http.ResponseWriter, r *http.Request) {
-	s.serve(w, r, EndpointChat, func(body []byte) (*call, error) {
-		req, err := openai.DecodeChat(body, s.cfg.Decode)
-		if err != nil {
-			return nil, err
-		}
-		s.includeUsage(req.Stream, &req.StreamOptions)
-		q, ww := routingAsks(req.NvExt)
-		return &call{
-			model: req.Model, stream: req.Stream, needs: modelcard.ModelChat, endpoint: EndpointChat,
-			queryOnly: q, wantWorker: ww,
-			prepare: func(m *pipeline.Model) (*preprocessor.Prepared, error) {
-				req.Model = m.Name()
-				return m.Preprocessor().PrepareChat(req)
-			},
-			run: func(ctx context.Context, m *pipeline.Model, id string, emit func(preprocessor.Event) error) error {
-				req.Model = m.Name()
-				return m.Preprocessor().Chat(ctx, id, req, m, emit)
-			},
-			fold: func() (func(preprocessor.Event) error, func() any) {
-				acc := &preprocessor.ChatAccumulator{}
-				return folder(acc.Add, func() any { return acc.Result() })
-			},
-		}, nil
-	})
-}
-
-func (s *Service) handleCompletions(w http.ResponseWriter, r *http.Request) {
-	s.serve(w, r, EndpointCompletions, func(body []byte) (*call, error) {
-		req, err := openai.DecodeCompletion(body, s.cfg.Decode)
-		if err != nil {
-			return nil, err
-		}
-		s.includeUsage(req.Stream, &req.StreamOptions)
-		q, ww := routingAsks(req.NvExt)
-		return &call{
-			model: req.Model, stream: req.Stream, needs: modelcard.ModelCompletions, endpoint: EndpointCompletions,
-			queryOnly: q, wantWorker: ww,
-			prepare: func(m *pipeline.Model) (*preprocessor.Prepared, error) {
-				req.Model = m.Name()
-				preps, err := m.Preprocessor().PrepareCompletion(req)
-				if err != nil {
-					return nil, err
-				}
-				return preps[0], nil
-			},
-			run: func(ctx context.Context, m *pipeline.Model, id string, emit func(preprocessor.Event) error) error {
-				req.Model = m.Name()
-				return m.Preprocessor().Complete(ctx, id, req, m, emit)
-			},
-			fold: func() (func(preprocessor.Event) error, func() any) {
-				acc := &preprocessor.CompletionAccumulator{}
-				return folder(acc.Add, func() any { return acc.Result() })
-			},
-		}, nil
-	})
-}
-
 // includeUsage turns stream_options.include_usage on where the answer
 // always carries usage: unary requests, and every request with
 // DYN_ENABLE_FORCE_INCLUDE_USAGE.
@@ -169,7 +124,7 @@ func folder[C any](add func(C), result func() any) (func(preprocessor.Event) err
 
 // serve runs one /v1 request: read and decode the body, resolve the model,
 // account for it in the metrics, run it, and answer with SSE or JSON.
-func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string, decode func([]byte) (*call, error)) {
+func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string, decode func([]byte) (apiRequest, error)) {
 	// cleanup runs when the handler returns, unless the request's stream
 	// took the connection over: then when the stream ends (detach.go).
 	var cleanup reqCleanup
@@ -194,14 +149,15 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 	w, r = sw, r.WithContext(ctx)
 
 	body, err := s.readBody(w, r)
-	var c *call
+	var req apiRequest
 	if err == nil {
-		c, err = decode(body)
+		req, err = decode(body)
 	}
 	if err != nil {
 		lr.refuse(UnknownModel, false, s.refuse(w, r, id, UnknownModel, endpoint, false, err))
 		return
 	}
+	c := req.target()
 	m := s.models.Lookup(c.model)
 	if m == nil || !m.Serves(c.needs) {
 		lr.refuse(UnknownModel, c.stream, s.refuse(w, r, id, UnknownModel, endpoint, c.stream, fmt.Errorf("%w: %s", ErrModelNotFound, c.model)))
@@ -217,7 +173,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 	g := s.metrics.Start(m.Name(), endpoint, c.stream)
 	cleanup.push(g.Finish)
 
-	x := &exchange{s: s, w: w, r: r, g: g, id: id, model: m.Name(), endpoint: endpoint, format: c.format, lr: lr, cachedTokens: -1}
+	x := &exchange{s: s, w: w, r: r, g: g, id: id, model: m.Name(), endpoint: endpoint, format: req.streamFormat(), lr: lr, cachedTokens: -1}
 	detach := false
 	if c.stream {
 		n := s.streams.Add(1)
@@ -242,18 +198,18 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 	x.wantWorker = c.wantWorker
 	switch {
 	case c.queryOnly:
-		x.query(c, m)
+		x.query(req, c.stream, m)
 	case detach && x.detach(r, func() {
 		x.clientGone.Store(true)
 		rc.Kill()
 	}):
 		handed = true
 		x.r = nil // net/http reuses it once the handler returns
-		go x.runDetached(c, m, cleanup)
+		go x.runDetached(req, m, cleanup)
 	case c.stream:
-		x.stream(c, m)
+		x.stream(req, m)
 	default:
-		x.unary(c, m)
+		x.unary(req, m)
 	}
 }
 
@@ -276,7 +232,7 @@ func (s *Service) refuse(w http.ResponseWriter, r *http.Request, id, model, endp
 // Its Retry-After is when the tenant's oldest request is expected to
 // end, or the queue's wait estimate when the tenant's requests have no
 // duration to go by yet.
-func (s *Service) refuseTenant(w http.ResponseWriter, r *http.Request, id string, m *pipeline.Model, endpoint string, stream bool, err error) apiError {
+func (s *Service) refuseTenant(w http.ResponseWriter, r *http.Request, id string, m ServedModel, endpoint string, stream bool, err error) apiError {
 	queueEstimate := m.CountRefusal(admission.ReasonTenantLimit)
 	var tl *tenantLimitError
 	if errors.As(err, &tl) && tl.retryAfter == 0 {
@@ -417,9 +373,9 @@ func (x *exchange) failure(err error) apiError {
 }
 
 // unary runs the request and answers with one JSON body.
-func (x *exchange) unary(c *call, m *pipeline.Model) {
-	emit, result := c.fold()
-	err := c.run(x.rc, m, x.id, func(ev preprocessor.Event) error {
+func (x *exchange) unary(req apiRequest, m ServedModel) {
+	emit, result := req.fold()
+	err := req.run(x.rc, m, x.id, func(ev preprocessor.Event) error {
 		x.observe(ev)
 		return emit(ev)
 	})

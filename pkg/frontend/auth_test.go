@@ -255,7 +255,7 @@ func TestConfigValidateRefusesBadAccessSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
-		_, err := New(c.cfg, Deps{Models: models})
+		_, err := New(c.cfg, Deps{Models: ServeRegistry(models)})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: err %v, want %q", c.cfg, err, c.want)
 		}
@@ -277,7 +277,7 @@ func startService(t *testing.T, cfg Config, log *slog.Logger) string {
 	cfg.ShutdownGrace = -1
 	models := startModels(t, startRuntime(t, discovery.NewMemSpace()))
 	testenv.WaitFor(t, 5*time.Second, "the first discovery sync", models.Synced)
-	svc, err := New(cfg, Deps{Models: models, Logger: log})
+	svc, err := New(cfg, Deps{Models: ServeRegistry(models), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,8 +106,9 @@ func (c Config) Validate() error {
 
 // Deps are the service's collaborators.
 type Deps struct {
-	// Models are the served models (*pipeline.Registry). Required.
-	Models models
+	// Models are the served models (ServeRegistry of the
+	// *pipeline.Registry). Required.
+	Models Models
 	// Logger receives the service's log lines; nil discards.
 	Logger *slog.Logger
 	// Registry is served at /metrics; nil makes a new one.

@@ -7,8 +7,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"time"
-
-	"github.com/dynamo-go/dynamo/pkg/pipeline"
 )
 
 // A streamed request leaves net/http's connection goroutine once it is
@@ -98,7 +96,7 @@ func (x *exchange) detach(r *http.Request, gone func()) bool {
 // runDetached runs x's stream once it took its connection over, then
 // ends the response and gives the connection back (or closes it), then
 // runs cleanup: what the handler would have done when it returned.
-func (x *exchange) runDetached(c *call, m *pipeline.Model, cleanup reqCleanup) {
+func (x *exchange) runDetached(req apiRequest, m ServedModel, cleanup reqCleanup) {
 	d := x.detached
 	defer cleanup.run()
 	defer func() {
@@ -118,7 +116,7 @@ func (x *exchange) runDetached(c *call, m *pipeline.Model, cleanup reqCleanup) {
 		writeError(x.w, apiError{status: http.StatusInternalServerError, kind: ErrInternal, message: "Internal server error", param: ""})
 		d.finish(x.s, true)
 	}()
-	x.stream(c, m)
+	x.stream(req, m)
 	x.s.track(x, false)
 	d.finish(x.s, !x.clientGone.Load())
 }

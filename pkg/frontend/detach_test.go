@@ -185,7 +185,7 @@ func TestConnectionCloseAfterAStream(t *testing.T) {
 // over too, so Run returns.
 func TestDrainTimeoutEndsStreams(t *testing.T) {
 	mem := discovery.NewMemSpace()
-	svc, err := New(Config{ShutdownGrace: -1, DrainTimeout: 300 * time.Millisecond, DetachStreamsAt: 1}, Deps{Models: startModels(t, startRuntime(t, mem))})
+	svc, err := New(Config{ShutdownGrace: -1, DrainTimeout: 300 * time.Millisecond, DetachStreamsAt: 1}, Deps{Models: ServeRegistry(startModels(t, startRuntime(t, mem)))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestStreamsOverTLS(t *testing.T) {
 	certPath, keyPath := dir+"/cert.pem", dir+"/key.pem"
 	pool := writeSelfSigned(t, certPath, keyPath)
 	mem := discovery.NewMemSpace()
-	svc, err := New(Config{ShutdownGrace: -1, DetachStreamsAt: 1}, Deps{Models: startModels(t, startRuntime(t, mem))})
+	svc, err := New(Config{ShutdownGrace: -1, DetachStreamsAt: 1}, Deps{Models: ServeRegistry(startModels(t, startRuntime(t, mem)))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func streamThenShutDown(t *testing.T, cfg Config, tokens int) (*stack, *bufio.Re
 	t.Helper()
 	mem := discovery.NewMemSpace()
 	cfg.ShutdownGrace = -1
-	svc, err := New(cfg, Deps{Models: startModels(t, startRuntime(t, mem))})
+	svc, err := New(cfg, Deps{Models: ServeRegistry(startModels(t, startRuntime(t, mem)))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/openai"
-	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor"
 )
 
@@ -20,30 +19,49 @@ const EndpointResponses = "responses"
 // one response object, or the Responses event stream (responseStream).
 // Nothing is stored.
 func (s *Service) handleResponses(w http.ResponseWriter, r *http.Request) {
-	s.serve(w, r, EndpointResponses, func(body []byte) (*call, error) {
-		req, chat, err := openai.DecodeResponses(body, s.cfg.Decode)
-		if err != nil {
-			return nil, err
-		}
-		chat.StreamOptions = &openai.StreamOptions{IncludeUsage: true} // usage ends every answer
-		var b *openai.ResponseBuilder                                  // made once the model is known; run comes first
-		return &call{
-			model: req.Model, stream: req.Stream, needs: modelcard.ModelChat, endpoint: EndpointResponses,
-			run: func(ctx context.Context, m *pipeline.Model, id string, emit func(preprocessor.Event) error) error {
-				chat.Model = m.Name()
-				b = openai.NewResponseBuilder(id, req, m.Name(), s.clock())
-				return m.Preprocessor().Chat(ctx, id, chat, m, emit)
-			},
-			fold: func() (func(preprocessor.Event) error, func() any) {
-				return folder(func(c *openai.ChatCompletionChunk) { b.Add(c) }, func() any {
-					b.Finish(s.clock())
-					return b.Response()
-				})
-			},
-			format: &responseStream{b: &b, clock: s.clock},
-		}, nil
+	s.serve(w, r, EndpointResponses, s.decodeResponses)
+}
+
+func (s *Service) decodeResponses(body []byte) (apiRequest, error) {
+	req, chat, err := openai.DecodeResponses(body, s.cfg.Decode)
+	if err != nil {
+		return nil, err
+	}
+	chat.StreamOptions = &openai.StreamOptions{IncludeUsage: true} // usage ends every answer
+	x := &responsesRequest{req: req, chat: chat, clock: s.clock}
+	x.format = responseStream{b: &x.b, clock: s.clock}
+	return x, nil
+}
+
+// responsesRequest is one Responses API request, run as the chat request
+// it translates to.
+type responsesRequest struct {
+	req   *openai.ResponsesRequest
+	chat  *openai.ChatCompletionRequest
+	clock func() time.Time
+	// b builds the response from the chat chunks; made by run, once the
+	// model (and its served name) is known.
+	b      *openai.ResponseBuilder
+	format responseStream
+}
+
+func (x *responsesRequest) target() requestTarget {
+	return requestTarget{model: x.req.Model, stream: x.req.Stream, needs: modelcard.ModelChat, endpoint: EndpointResponses}
+}
+
+func (x *responsesRequest) run(ctx context.Context, m ServedModel, id string, emit func(preprocessor.Event) error) error {
+	x.b = openai.NewResponseBuilder(id, x.req, m.Name(), x.clock())
+	return m.Chat(ctx, id, x.chat, emit)
+}
+
+func (x *responsesRequest) fold() (func(preprocessor.Event) error, func() any) {
+	return folder(func(c *openai.ChatCompletionChunk) { x.b.Add(c) }, func() any {
+		x.b.Finish(x.clock())
+		return x.b.Response()
 	})
 }
+
+func (x *responsesRequest) streamFormat() streamFormat { return &x.format }
 
 // responseStream writes a chat stream as the Responses API's named
 // events: no [DONE], and a failure after the first event is a

@@ -8,7 +8,6 @@ import (
 
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/openai"
-	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
@@ -76,7 +75,7 @@ func (s *Service) handleModel(w http.ResponseWriter, r *http.Request) {
 }
 
 // modelObject is m as /v1/models shows it.
-func modelObject(m *pipeline.Model, created int64) openai.Model {
+func modelObject(m ServedModel, created int64) openai.Model {
 	p := m.Card().RuntimeConfig.Processing()
 	return openai.Model{ID: m.Name(), Object: "model", Created: created, OwnedBy: "nvidia", MaxModelLen: int(m.Card().ContextLength),
 		Processing: &openai.ModelProcessing{Preprocessing: p.Preprocessing, Postprocessing: p.Postprocessing}}

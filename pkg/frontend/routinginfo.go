@@ -6,7 +6,6 @@ import (
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/openai"
-	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor"
 )
 
@@ -78,12 +77,17 @@ func finishes(data any) bool {
 // query answers the query_instance_id annotation: where the request would
 // go, and its prompt's token ids, without generating (needs the kv router
 // mode, whose choice depends on the prompt).
-func (x *exchange) query(c *call, m *pipeline.Model) {
+func (x *exchange) query(req apiRequest, stream bool, m ServedModel) {
 	if _, _, ok := m.KVRouting(); !ok {
 		x.fail(apiError{status: http.StatusBadRequest, kind: ErrValidation, message: "Validation: the query_instance_id annotation needs --router-mode kv", param: ""}, false)
 		return
 	}
-	prep, err := c.prepare(m)
+	pr, ok := req.(preparedRequest)
+	if !ok {
+		x.fail(apiError{status: http.StatusBadRequest, kind: ErrValidation, message: "Validation: the query_instance_id annotation is for chat and completions requests", param: ""}, false)
+		return
+	}
+	prep, err := pr.prepare(m)
 	if err != nil {
 		x.fail(x.failure(err), false)
 		return
@@ -94,7 +98,7 @@ func (x *exchange) query(c *call, m *pipeline.Model) {
 		return
 	}
 	info := workerInfoOf(placement)
-	if !c.stream {
+	if !stream {
 		writeJSON(x.w, http.StatusOK, map[string]any{"worker_instance_id": info, "token_data": prep.Request.TokenIDs})
 		x.g.OK()
 		return

@@ -17,27 +17,13 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/dynamo-go/dynamo/pkg/pipeline"
-	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
-
-// models is what the HTTP layer asks of the served models
-// (*pipeline.Registry).
-type models interface {
-	Lookup(name string) *pipeline.Model
-	Models() []*pipeline.Model
-	Synced() bool
-	Instances() []runtime.Instance
-	Discovery() runtime.DiscoveryStatus
-}
-
-var _ models = (*pipeline.Registry)(nil)
 
 // Service is the OpenAI-compatible HTTP frontend.
 type Service struct {
 	cfg      Config
-	models   models
+	models   Models
 	log      *slog.Logger
 	registry *prometheus.Registry
 	metrics  *Metrics

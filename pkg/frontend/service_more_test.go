@@ -163,7 +163,7 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := New(Config{ShutdownGrace: -1}, Deps{Models: models})
+	svc, err := New(Config{ShutdownGrace: -1}, Deps{Models: ServeRegistry(models)})
 	if err != nil {
 		t.Fatal(err)
 	}

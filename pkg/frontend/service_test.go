@@ -132,7 +132,7 @@ func newStackWith(t *testing.T, cfg Config, models pipeline.Config, deps Deps) *
 		t.Fatal(err)
 	}
 	cfg.ShutdownGrace = -1
-	svc, err := New(cfg, Deps{Models: reg, Registry: s.reg, Metrics: met, Logger: deps.Logger, TracerProvider: deps.TracerProvider})
+	svc, err := New(cfg, Deps{Models: ServeRegistry(reg), Registry: s.reg, Metrics: met, Logger: deps.Logger, TracerProvider: deps.TracerProvider})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +565,7 @@ func TestModelsComeAndGoWithWorkers(t *testing.T) {
 
 func TestShutdownTurnsHealthAndDrains(t *testing.T) {
 	mem := discovery.NewMemSpace()
-	svc, err := New(Config{ShutdownGrace: 300 * time.Millisecond}, Deps{Models: startModels(t, startRuntime(t, mem))})
+	svc, err := New(Config{ShutdownGrace: 300 * time.Millisecond}, Deps{Models: ServeRegistry(startModels(t, startRuntime(t, mem)))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/openai"
-	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor"
 )
 
 // stream runs the request and answers with server-sent events: the
-// chunks and data: [DONE], or what the call's format makes of them.
+// chunks and data: [DONE], or what the request's format makes of them.
 // Nothing is written until the first chunk (annotation events wait with
 // it), so a failure before the first token is a real HTTP error status.
-func (x *exchange) stream(c *call, m *pipeline.Model) {
+func (x *exchange) stream(req apiRequest, m ServedModel) {
+	format := req.streamFormat()
 	ctl := http.NewResponseController(x.w)
 	// Chunks are written to buf and sent when the runtime has delivered
 	// every output it had received (runtime.Context.OnStreamIdle): outputs that
@@ -65,7 +65,7 @@ func (x *exchange) stream(c *call, m *pipeline.Model) {
 		defer mu.Unlock()
 		_ = send()
 	})
-	err := c.run(x.rc, m, x.id, func(ev preprocessor.Event) error {
+	err := req.run(x.rc, m, x.id, func(ev preprocessor.Event) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if broken {
@@ -78,8 +78,8 @@ func (x *exchange) stream(c *call, m *pipeline.Model) {
 		if buf == nil {
 			buf = sseBuffers.get()
 		}
-		if c.format != nil {
-			evs := c.format.add(ev)
+		if format != nil {
+			evs := format.add(ev)
 			if err := writeEvents(buf, evs); err != nil {
 				return err
 			}
@@ -120,8 +120,8 @@ func (x *exchange) stream(c *call, m *pipeline.Model) {
 	if buf == nil {
 		buf = sseBuffers.get()
 	}
-	if c.format != nil {
-		if writeEvents(buf, c.format.finish()) != nil {
+	if format != nil {
+		if writeEvents(buf, format.finish()) != nil {
 			x.cancelled()
 			return
 		}

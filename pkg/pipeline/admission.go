@@ -35,21 +35,23 @@ type QueueConfig struct {
 	Threshold *float64
 }
 
-// admit puts the model's admission stage in front of next, when the
-// registry has a queue configured. A worker is saturated (admission.Stage)
-// by this frontend's requests in flight to it against the card's
-// max_num_seqs times its data-parallel size, by their prompt tokens not
-// yet prefilled against the token budget (QueueConfig.Threshold), by its
-// published load (full, or busy by the KV router's thresholds in router
-// mode kv), or for a moment after it refused a request.
-func (r *Registry) admit(card *modelcard.Card, m *Model, next backend.Generator) backend.Generator {
+// admission builds the model's admission stage, when the registry has a
+// queue configured (nil otherwise), before the routers it gates: they are
+// handed it (spread, gatedCandidates, their load-change callbacks), and
+// the chain is put behind it last (Before). A worker is saturated
+// (admission.Stage) by this frontend's requests in flight to it against
+// the card's max_num_seqs times its data-parallel size, by their prompt
+// tokens not yet prefilled against the token budget
+// (QueueConfig.Threshold), by its published load (full, or busy by the KV
+// router's thresholds in router mode kv), or for a moment after it
+// refused a request. Its loads come from m (Loads), read per request.
+func (r *Registry) admission(card *modelcard.Card, m *Model) *admission.Stage {
 	q := r.cfg.Queue
 	if q == nil {
-		return next
+		return nil
 	}
 	rc := card.RuntimeConfig
 	dp := max(1, rc.DataParallelSize)
-	m.seqsPerRank = uint64(max(0, rc.MaxNumSeqs))
 	cfg := admission.Config{
 		Model: card.DisplayName, QueueMax: q.Max, QueueTimeout: q.Timeout, Policy: q.Policy, WorkerLimit: q.WorkerLimit,
 		Capacity: max(0, rc.MaxNumSeqs) * dp, Metrics: r.admMet, Logger: r.log,
@@ -61,9 +63,16 @@ func (r *Registry) admit(card *modelcard.Card, m *Model, next backend.Generator)
 		}
 		cfg.TokenBudget = max(1, int(*q.Threshold*float64(batched)*float64(dp)))
 	}
-	m.admit = admission.New(next, m, cfg)
-	m.push.OnLoadChange(m.admit.Kick)
-	return m.admit
+	return admission.New(m, cfg)
+}
+
+// kick returns adm's Kick (nil without admission): what a router calls
+// when its loads change, so that waiting requests look again.
+func kick(adm *admission.Stage) func() {
+	if adm == nil {
+		return nil
+	}
+	return adm.Kick
 }
 
 // Loads is the model's workers as its admission stage weighs them: the
@@ -117,27 +126,26 @@ func (r *Registry) followLoad(ctx context.Context, m *Model) error {
 		var ev kvblock.LoadEvent
 		if kvblock.Unmarshal(b, &ev) == nil && m.workers.serves(ev.WorkerID) {
 			m.load.ObserveLoadEvent(ev)
-			m.loadChanged()
+			if m.admit != nil {
+				m.admit.Kick() // a worker that was full may have room now
+			}
 		}
 	})
 }
 
-// loadChanged lets the admission stage look again at the workers after a
-// worker published its load: one that was full may have room now.
-func (m *Model) loadChanged() {
-	if a := m.admit; a != nil {
-		a.Kick()
+// spread makes p pick among the workers adm finds not saturated, while
+// there are some: round-robin and random then send the admitted requests
+// where there is room. Without admission p picks alone.
+func spread(p router.Policy, adm *admission.Stage) router.Policy {
+	if adm == nil {
+		return p
 	}
+	return spreadPolicy{p, adm}
 }
-
-// spread makes p pick among the workers the admission stage finds not
-// saturated, while there are some: round-robin and random then send the
-// admitted requests where there is room.
-func spread(p router.Policy, m *Model) router.Policy { return spreadPolicy{p, m} }
 
 type spreadPolicy struct {
 	router.Policy
-	m *Model // its admit is set before the model serves a request
+	adm *admission.Stage
 }
 
 // Unwrap returns the policy p spreads for (its name is the routing span's
@@ -145,27 +153,27 @@ type spreadPolicy struct {
 func (p spreadPolicy) Unwrap() router.Policy { return p.Policy }
 
 func (p spreadPolicy) Pick(req *backend.Request, candidates []uint64) (uint64, error) {
-	if a := p.m.admit; a != nil {
-		candidates = a.Unsaturated(candidates)
-	}
-	return p.Policy.Pick(req, candidates)
+	return p.Policy.Pick(req, p.adm.Unsaturated(candidates))
 }
 
-// kvCandidates is the push router as the KV router sees it: its available
-// workers are those the admission stage finds not saturated, while there
-// are some, so that the KV router never sends an admitted request to a
-// worker admission counts as full.
+// gatedCandidates returns the push router as the KV router sees it: its
+// available workers are those adm finds not saturated, while there are
+// some, so that the KV router never sends an admitted request to a worker
+// admission counts as full. Without admission it is the push router.
+func gatedCandidates(push *router.PushRouter, adm *admission.Stage) kv.Pusher {
+	if adm == nil {
+		return push
+	}
+	return kvCandidates{push, adm}
+}
+
 type kvCandidates struct {
 	*router.PushRouter
-	m *Model
+	adm *admission.Stage
 }
 
 // Available returns the push router's available workers that are not
 // saturated, or all of them when all are.
 func (k kvCandidates) Available() []uint64 {
-	ids := k.PushRouter.Available()
-	if a := k.m.admit; a != nil {
-		return a.Unsaturated(ids)
-	}
-	return ids
+	return k.adm.Unsaturated(k.PushRouter.Available())
 }

@@ -25,6 +25,8 @@ import (
 // (the prefill stage passes requests on until the model's prefill
 // workers are attached: Registry.attachPrefill)
 //
+// Admission is built first and handed to the routers it gates.
+//
 // It starts the chain's goroutines (the KV router's Run) under the
 // model's own context, which Model.close ends.
 func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.EndpointID) (*Model, error) {
@@ -50,15 +52,22 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 		return nil, fmt.Errorf("client for %s: %w", ep.Path(), err)
 	}
 	workers.Client = client
-	m := &Model{name: card.DisplayName, card: card, pre: pre, workers: workers, ep: ep, keys: map[string]bool{}}
-	push := router.New(m.workers, spread(r.policy(), m), r.log, r.tp)
+	m := &Model{name: card.DisplayName, card: card, pre: pre, workers: workers, ep: ep, keys: map[string]bool{},
+		seqsPerRank: uint64(max(0, card.RuntimeConfig.MaxNumSeqs))}
+	// Admission first: the routers it gates are handed it.
+	adm := r.admission(card, m)
+	m.admit = adm
+	push := router.New(m.workers, spread(r.policy(), adm), r.log, r.tp)
+	if adm != nil {
+		push.OnLoadChange(adm.Kick)
+	}
 	m.push = push
 	var next backend.Generator = push
 	var decode interface {
 		Decide(*backend.Request) (*backend.Placement, error)
 	}
 	if r.cfg.RouterMode == RouterKV {
-		if m.kv, err = r.newKVWith(r.cfg.KV, card, ep, kvCandidates{push, m}, r.kvMet, m.loadChanged); err != nil {
+		if m.kv, err = r.newKVWith(r.cfg.KV, card, ep, gatedCandidates(push, adm), r.kvMet, kick(adm)); err != nil {
 			return nil, fmt.Errorf("kv router: %w", err)
 		}
 		next, decode = m.kv, m.kv
@@ -79,7 +88,9 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 		Model: card.DisplayName, Limit: r.migrationLimit(card), MaxSeqLen: r.cfg.MigrationMaxSeqLen,
 		Metrics: r.migMet, Logger: r.log, TracerProvider: r.tp,
 	})
-	m.head = r.admit(card, m, m.head) // admission in front of migration: a migration rides on the admitted slot
+	if adm != nil {
+		m.head = adm.Before(m.head) // in front of migration: a migration rides on the admitted slot
+	}
 	r.start(ctx, m)
 	return m, nil
 }
@@ -97,7 +108,7 @@ func (r *Registry) policy() router.Policy {
 // push, recording on met (nil: nothing; the prefill pools' routers do not
 // share the decode routers' metrics, whose series have no role), calling
 // changed (when not nil) after each load event a worker publishes.
-func (r *Registry) newKVWith(cfg kv.Config, card *modelcard.Card, ep runtime.EndpointID, push kv.Pusher, met *kv.Metrics, changed func()) (*kv.Model, error) {
+func (r *Registry) newKVWith(cfg kv.Config, card *modelcard.Card, ep runtime.EndpointID, push kv.Pusher, met *kv.Metrics, changed func()) (*kv.Router, error) {
 	bs := int(card.KVCacheBlockSize)
 	if bs <= 0 {
 		bs = modelcard.DefaultBlockSize
@@ -108,7 +119,7 @@ func (r *Registry) newKVWith(cfg kv.Config, card *modelcard.Card, ep runtime.End
 		MaxNumBatchedTokens: uint64(max(0, rc.MaxNumBatchedTokens)),
 		DataParallelSize:    uint32(max(1, rc.DataParallelSize)),
 	}}
-	return kv.NewModel(cfg, info, kv.ModelDeps{
+	return kv.NewRouter(cfg, info, kv.RouterDeps{
 		Events: r.rt, Querier: kv.NewRuntimeQuerier(r.rt, ep.Namespace, ep.Component), Next: push,
 		Metrics: met, Logger: r.log, LoadChanged: changed,
 	})

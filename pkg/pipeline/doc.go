@@ -6,7 +6,7 @@
 // (chat template, tokenizer) and its chain, each stage a
 // backend.Generator wrapping the next,
 //
-//	[admission.Stage] -> migration.Stage -> prefill.Stage -> [kv.Model] -> router.PushRouter -> runtime -> workers
+//	[admission.Stage] -> migration.Stage -> prefill.Stage -> [kv.Router] -> router.PushRouter -> runtime -> workers
 //
 // (the admission queue only with Config.Queue, the KV router only with
 // RouterKV). Cards of model type Prefill are the

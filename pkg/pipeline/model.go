@@ -37,7 +37,7 @@ type Model struct {
 	pre     *preprocessor.Model
 	head    backend.Generator // the admission stage, or the migration stage without one
 	workers *modelInstances
-	kv      *kv.Model        // nil unless RouterKV
+	kv      *kv.Router       // nil unless RouterKV
 	prefill *prefill.Stage   // active while the model has prefill workers
 	admit   *admission.Stage // nil without Config.Queue
 	push    *router.PushRouter
@@ -68,10 +68,6 @@ func (m *Model) Card() *modelcard.Card { return m.card }
 // Serves reports whether the model serves requests of type t (chat,
 // completions, embedding).
 func (m *Model) Serves(t modelcard.ModelType) bool { return m.card.ModelType.Has(t) }
-
-// Preprocessor returns the model's preprocessor: templates, tokenizer and
-// the output decoder.
-func (m *Model) Preprocessor() *preprocessor.Model { return m.pre }
 
 // Generate sends req through the model's chain and streams the outputs
 // back, each with the Placement of the worker that produced it.

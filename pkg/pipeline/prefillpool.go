@@ -27,7 +27,7 @@ type prefillPool struct {
 	workers *modelInstances
 	push    *router.PushRouter
 	policy  router.Policy
-	kv      *kv.Model // nil unless RouterKV
+	kv      *kv.Router // nil unless RouterKV
 
 	mu   sync.RWMutex
 	keys map[string]uint64                           // card key -> instance id; guarded by Registry.mu

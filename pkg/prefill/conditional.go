@@ -34,7 +34,7 @@ func (c Conditional) withDefaults() Conditional {
 }
 
 // decider answers where the decode router would send a request and how
-// much of its prompt that worker holds, changing nothing (*kv.Model).
+// much of its prompt that worker holds, changing nothing (*kv.Router).
 type decider interface {
 	Decide(req *backend.Request) (*backend.Placement, error)
 }

@@ -7,7 +7,7 @@
 // The Stage is a backend.Generator between the migration stage and the
 // decode router:
 //
-//	migration.Stage -> prefill.Stage -> [kv.Model] -> router.PushRouter
+//	migration.Stage -> prefill.Stage -> [kv.Router] -> router.PushRouter
 //
 // It is inactive (requests go straight on to the decode router) while the
 // model has no prefill workers; the owner of the model's chain

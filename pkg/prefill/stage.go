@@ -81,7 +81,7 @@ var _ backend.Generator = (*Stage)(nil)
 
 // New returns the stage in front of next, the decode router. decode, when
 // not nil, answers which decode worker a request would go to and how much
-// of its prompt that worker holds (the KV router: *kv.Model), for
+// of its prompt that worker holds (the KV router: *kv.Router), for
 // conditional disaggregation; pass nil without KV routing.
 func New(next backend.Generator, decode decider, cfg Config) *Stage {
 	log := cfg.Logger

@@ -5,7 +5,7 @@
 //
 // # One model's routing
 //
-// Model assembles the parts for one served model and is what the
+// Router assembles the parts for one served model and is what the
 // frontend's model registry (package pipeline) builds: a backend.Generator
 // stage in front of the push router, with Decide for routing queries
 // (where would this request go, changing nothing), AddWorker (which loads
@@ -48,8 +48,8 @@
 //
 // # Concurrency and lifecycle
 //
-// Model, Router, Scheduler, Sequences, LoadMonitor and Metrics are safe for
-// concurrent use. Only Model.Run, ApproxIndexer.Run (which Model.Run
+// Router, its routing stage, Scheduler, Sequences, LoadMonitor and Metrics are safe for
+// concurrent use. Only Router.Run, ApproxIndexer.Run (which Router.Run
 // runs) and the event plane's subscription callbacks run goroutines of
 // their own; nothing starts one in a constructor. Hooks (SequencesDeps)
 // run on the caller's goroutine.

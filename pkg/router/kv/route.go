@@ -36,16 +36,16 @@ type Pusher interface {
 	Available() []uint64
 }
 
-// RouterConfig configures a KV router for one model.
-type RouterConfig struct {
+// routeConfig configures a KV router for one model.
+type routeConfig struct {
 	// BlockSize is the model's KV block size in tokens.
 	BlockSize int
 	// DPSize is the number of data-parallel ranks per worker (default 1).
 	DPSize int
 }
 
-// RouterDeps are the router's parts.
-type RouterDeps struct {
+// routeDeps are the router's parts.
+type routeDeps struct {
 	Next      Pusher
 	Matcher   matcher
 	Approx    *ApproxIndexer // set in approximate mode: routing decisions feed it
@@ -55,15 +55,15 @@ type RouterDeps struct {
 	Logger    *slog.Logger
 }
 
-// Router is the KV-aware routing stage: for each request it hashes the
+// routeStage is the KV-aware routing stage inside a Router: for each request it hashes the
 // prompt's blocks, asks the indexer which workers hold its prefix, lets
 // the scheduler weigh that overlap against each worker's load, records the
 // request's load on the chosen worker until it ends, and sends it there.
 // A request pinned to an instance (nvext.backend_instance_id) bypasses
 // the choice. Decide answers where a request would go without sending it.
-type Router struct {
-	cfg RouterConfig
-	d   RouterDeps
+type routeStage struct {
+	cfg routeConfig
+	d   routeDeps
 	log *slog.Logger
 
 	mu      sync.Mutex
@@ -72,8 +72,8 @@ type Router struct {
 	matches sync.Pool // *Matches, reused so that matching allocates nothing
 }
 
-// NewRouter returns a KV router.
-func NewRouter(cfg RouterConfig, d RouterDeps) *Router {
+// newRouteStage returns a KV router.
+func newRouteStage(cfg routeConfig, d routeDeps) *routeStage {
 	if cfg.DPSize <= 0 {
 		cfg.DPSize = 1
 	}
@@ -81,14 +81,14 @@ func NewRouter(cfg RouterConfig, d RouterDeps) *Router {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Router{cfg: cfg, d: d, log: log, tracked: map[Worker]bool{}}
+	return &routeStage{cfg: cfg, d: d, log: log, tracked: map[Worker]bool{}}
 }
 
-var _ backend.Generator = (*Router)(nil)
+var _ backend.Generator = (*routeStage)(nil)
 
 // track makes sure the load tracker knows every candidate: a worker it
 // does not know is costed without its overlap.
-func (r *Router) track(candidates []Worker) {
+func (r *routeStage) track(candidates []Worker) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	added := false
@@ -109,7 +109,7 @@ func (r *Router) track(candidates []Worker) {
 
 // RemoveWorker forgets a worker that left discovery: its tracked load, its
 // cached blocks in approximate mode.
-func (r *Router) RemoveWorker(id uint64) {
+func (r *routeStage) RemoveWorker(id uint64) {
 	r.mu.Lock()
 	changed := false
 	for w := range r.tracked {
@@ -148,7 +148,7 @@ func (c *choice) placement() *backend.Placement {
 // choose hashes req's prompt into blocks, finds the workers' cached
 // overlap and load, and lets the scheduler pick a worker. It changes no
 // load or cache state.
-func (r *Router) choose(req *backend.Request) (*choice, error) {
+func (r *routeStage) choose(req *backend.Request) (*choice, error) {
 	start := time.Now()
 	local := kvblock.LocalHashes(req.TokenIDs, r.cfg.BlockSize)
 	hashed := time.Now()
@@ -189,7 +189,7 @@ func (r *Router) choose(req *backend.Request) (*choice, error) {
 // Decide answers where req would be routed now, without sending it or
 // recording its load (the query_instance_id annotation). A pinned request
 // goes to its instance.
-func (r *Router) Decide(req *backend.Request) (*backend.Placement, error) {
+func (r *routeStage) Decide(req *backend.Request) (*backend.Placement, error) {
 	if req.Routing != nil && req.Routing.BackendInstanceID != nil {
 		blocks := len(req.TokenIDs) / max(1, r.cfg.BlockSize)
 		return &backend.Placement{WorkerID: *req.Routing.BackendInstanceID, PromptBlocks: &blocks}, nil
@@ -207,7 +207,7 @@ func (r *Router) Decide(req *backend.Request) (*backend.Placement, error) {
 // Generate routes req and streams the chosen worker's outputs to emit,
 // each with the decision's Placement. The request's load counts against
 // the worker until its stream ends.
-func (r *Router) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
+func (r *routeStage) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
 	if req.Routing != nil && req.Routing.BackendInstanceID != nil {
 		return r.d.Next.Generate(ctx, req, emit)
 	}

@@ -97,7 +97,7 @@ func (t *benchTarget) GenerateOn(context.Context, uint64, *backend.Request, func
 }
 
 // BenchmarkChoose measures the router's whole decision for one request
-// (Router.choose, what Decide costs): hashing a 1,024-token prompt into
+// (routeStage.choose, what Decide costs): hashing a 1,024-token prompt into
 // blocks, matching it, the candidates' loads and Scheduler.Select, with
 // every worker available and idle.
 func BenchmarkChoose(b *testing.B) {
@@ -116,7 +116,7 @@ func BenchmarkChoose(b *testing.B) {
 			for _, w := range testWorkerRange(0, nw) {
 				tgt.ids = append(tgt.ids, w.ID)
 			}
-			r := NewRouter(RouterConfig{BlockSize: routeBlockSize}, RouterDeps{Next: tgt, Matcher: x, Scheduler: sched, Sequences: seqs})
+			r := newRouteStage(routeConfig{BlockSize: routeBlockSize}, routeDeps{Next: tgt, Matcher: x, Scheduler: sched, Sequences: seqs})
 			reqs := make([]backend.Request, 64)
 			for i := range reqs {
 				reqs[i].TokenIDs = prompts[i*7%len(prompts)]

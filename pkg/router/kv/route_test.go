@@ -37,7 +37,7 @@ func (f *fakeTarget) GenerateOn(_ context.Context, id uint64, req *backend.Reque
 	return emit(backend.Length(2))
 }
 
-func newTestRouter(t *testing.T, idx *Indexer, tgt *fakeTarget) (*Router, *Sequences) {
+func newTestRouter(t *testing.T, idx *Indexer, tgt *fakeTarget) (*routeStage, *Sequences) {
 	t.Helper()
 	sched, err := NewScheduler(DefaultSchedulerConfig(4), SchedulerDeps{})
 	if err != nil {
@@ -47,7 +47,7 @@ func newTestRouter(t *testing.T, idx *Indexer, tgt *fakeTarget) (*Router, *Seque
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewRouter(RouterConfig{BlockSize: 4}, RouterDeps{Next: tgt, Matcher: idx, Scheduler: sched, Sequences: seqs}), seqs
+	return newRouteStage(routeConfig{BlockSize: 4}, routeDeps{Next: tgt, Matcher: idx, Scheduler: sched, Sequences: seqs}), seqs
 }
 
 // cache tells idx that worker w holds the full blocks of tokens.
@@ -75,7 +75,7 @@ func tokens(n int, salt uint32) []uint32 {
 
 // route sends a request through r and returns the placement its outputs
 // carry.
-func route(t *testing.T, r *Router, id string, toks []uint32) *backend.Placement {
+func route(t *testing.T, r *routeStage, id string, toks []uint32) *backend.Placement {
 	t.Helper()
 	var got *backend.Placement
 	rc := runtime.NewContext(context.Background(), id)

@@ -12,7 +12,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
-// Routing modes a Model reports.
+// Routing modes a Router reports.
 const (
 	ModeEvents      = "events"      // the index follows the workers' KV events
 	ModeApproximate = "approximate" // routing decisions stand in for KV events
@@ -57,7 +57,7 @@ type ModelInfo struct {
 	Capacity WorkerCapacity
 }
 
-// eventPlane is the part of the runtime a Model uses
+// eventPlane is the part of the runtime a Router uses
 // (*runtime.DistributedRuntime).
 type eventPlane interface {
 	HasEventPlane() bool
@@ -68,8 +68,8 @@ type eventPlane interface {
 
 var _ eventPlane = (*runtime.DistributedRuntime)(nil)
 
-// ModelDeps are a Model's collaborators.
-type ModelDeps struct {
+// RouterDeps are a Router's collaborators.
+type RouterDeps struct {
 	// Events is the runtime's event plane. Required.
 	Events eventPlane
 	// Querier asks workers' local indexes for dumps and missed events
@@ -89,37 +89,37 @@ type ModelDeps struct {
 	Logger *slog.Logger
 }
 
-// Model is one model's KV-aware routing: the router stage, the index of
+// Router is one model's KV-aware routing: the router stage, the index of
 // the workers' cached blocks kept in step with their KV events (or the
 // approximate index), the workers' load, and the event-plane
 // subscriptions that feed them.
 //
-// Lifecycle: NewModel builds it and starts nothing; Run subscribes and, in
+// Lifecycle: NewRouter builds it and starts nothing; Run subscribes and, in
 // approximate mode, expires old blocks, until its context ends. The owner
 // tells it about workers joining (AddWorker loads a joining worker's
 // cached blocks) and leaving (RemoveWorker). Generate and Decide may be
-// called before Run. A Model is safe for concurrent use.
-type Model struct {
+// called before Run. A Router is safe for concurrent use.
+type Router struct {
 	info     ModelInfo
 	cfg      Config
 	dpSize   int
 	events   eventPlane
-	router   *Router
+	router   *routeStage
 	monitor  *LoadMonitor
 	seqs     *Sequences
 	sync     *EventSync     // nil in approximate mode
 	approx   *ApproxIndexer // nil in events mode
 	degraded bool           // KV events were wanted but there is no event plane
 	met      *RouterMetrics // may be nil
-	changed  func()         // ModelDeps.LoadChanged; may be nil
+	changed  func()         // RouterDeps.LoadChanged; may be nil
 	log      *slog.Logger
 }
 
-var _ backend.Generator = (*Model)(nil)
+var _ backend.Generator = (*Router)(nil)
 
-// NewModel builds the KV routing of one model. It fails on invalid
+// NewRouter builds the KV routing of one model. It fails on invalid
 // thresholds or scheduler settings.
-func NewModel(cfg Config, info ModelInfo, deps ModelDeps) (*Model, error) {
+func NewRouter(cfg Config, info ModelInfo, deps RouterDeps) (*Router, error) {
 	log := deps.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -128,7 +128,7 @@ func NewModel(cfg Config, info ModelInfo, deps ModelDeps) (*Model, error) {
 	if met == nil {
 		met = &Metrics{}
 	}
-	m := &Model{info: info, cfg: cfg, dpSize: int(max(1, info.Capacity.DataParallelSize)), events: deps.Events, met: met.router, changed: deps.LoadChanged, log: log}
+	m := &Router{info: info, cfg: cfg, dpSize: int(max(1, info.Capacity.DataParallelSize)), events: deps.Events, met: met.router, changed: deps.LoadChanged, log: log}
 	sc := DefaultSchedulerConfig(info.BlockSize)
 	if cfg.OverlapScoreWeight != nil {
 		sc.OverlapScoreWeight = *cfg.OverlapScoreWeight
@@ -147,7 +147,7 @@ func NewModel(cfg Config, info ModelInfo, deps ModelDeps) (*Model, error) {
 	}
 	match, mode := m.newIndex(deps.Querier, met)
 	met.setMode(info.Name, mode)
-	m.router = NewRouter(RouterConfig{BlockSize: info.BlockSize, DPSize: m.dpSize}, RouterDeps{
+	m.router = newRouteStage(routeConfig{BlockSize: info.BlockSize, DPSize: m.dpSize}, routeDeps{
 		Next: deps.Next, Matcher: match, Approx: m.approx, Scheduler: sched, Sequences: m.seqs, Metrics: met.router, Logger: log,
 	})
 	log.Info("kv router: ready", "model", info.Name, "mode", mode, "block_size", info.BlockSize,
@@ -160,7 +160,7 @@ func NewModel(cfg Config, info ModelInfo, deps ModelDeps) (*Model, error) {
 // rank)'s tracked load (this router's requests, and the replicas' with
 // ReplicaSync) feeds the load monitor, where the prefill-token busy
 // thresholds read it, and the worker gauges.
-func (m *Model) newSequences(met *RouterMetrics) (*Sequences, error) {
+func (m *Router) newSequences(met *RouterMetrics) (*Sequences, error) {
 	seqCfg := DefaultSequencesConfig(m.info.BlockSize)
 	seqCfg.TrackActiveBlocks = !m.cfg.NoTrackActiveBlocks
 	seqCfg.RouterID = m.events.InstanceID()
@@ -186,7 +186,7 @@ func (m *Model) newSequences(met *RouterMetrics) (*Sequences, error) {
 
 // newIndex builds what finds cached prefixes: the event-fed indexer, or
 // the approximate one when events are off or cannot be heard.
-func (m *Model) newIndex(q Querier, met *Metrics) (matcher, string) {
+func (m *Router) newIndex(q Querier, met *Metrics) (matcher, string) {
 	if !m.cfg.NoEvents && m.events.HasEventPlane() {
 		idx := NewIndexer(IndexerOptions{Metrics: met.indexer})
 		m.sync = NewEventSync(idx, q, m.log)
@@ -202,14 +202,14 @@ func (m *Model) newIndex(q Querier, met *Metrics) (matcher, string) {
 	return m.approx, ModeApproximate
 }
 
-func (m *Model) replicaSubject() string {
+func (m *Router) replicaSubject() string {
 	return kvblock.ComponentSubject(m.info.Endpoint.Namespace, m.info.Endpoint.Component, ActiveSequencesTopic)
 }
 
 // Mode returns ModeEvents or ModeApproximate, and whether approximate
 // mode is a fallback: KV events were wanted but the event plane is
 // missing.
-func (m *Model) Mode() (mode string, degraded bool) {
+func (m *Router) Mode() (mode string, degraded bool) {
 	if m.sync != nil {
 		return ModeEvents, false
 	}
@@ -217,31 +217,31 @@ func (m *Model) Mode() (mode string, degraded bool) {
 }
 
 // Generate routes req to the worker the router chooses (see
-// Router.Generate).
-func (m *Model) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
+// routeStage.Generate).
+func (m *Router) Generate(ctx context.Context, req *backend.Request, emit func(*backend.Output) error) error {
 	return m.router.Generate(ctx, req, emit)
 }
 
 // Decide answers where req would go, changing nothing (see
-// Router.Decide).
-func (m *Model) Decide(req *backend.Request) (*backend.Placement, error) {
+// routeStage.Decide).
+func (m *Router) Decide(req *backend.Request) (*backend.Placement, error) {
 	return m.router.Decide(req)
 }
 
 // Busy reports whether the worker is busy by the thresholds in force:
 // the admission stage queues requests while every worker is.
-func (m *Model) Busy(workerID uint64) bool { return m.monitor.Busy(workerID) }
+func (m *Router) Busy(workerID uint64) bool { return m.monitor.Busy(workerID) }
 
 // Monitor returns the model's load monitor: the workers' published load
 // and the busy thresholds.
-func (m *Model) Monitor() *LoadMonitor { return m.monitor }
+func (m *Router) Monitor() *LoadMonitor { return m.monitor }
 
 // Thresholds returns the busy thresholds in force.
-func (m *Model) Thresholds() BusyThresholds { return m.monitor.Thresholds() }
+func (m *Router) Thresholds() BusyThresholds { return m.monitor.Thresholds() }
 
 // UpdateThresholds changes the thresholds u sets, keeps the others, and
 // returns the thresholds now in force.
-func (m *Model) UpdateThresholds(u BusyThresholds) (BusyThresholds, error) {
+func (m *Router) UpdateThresholds(u BusyThresholds) (BusyThresholds, error) {
 	return m.monitor.UpdateThresholds(u)
 }
 
@@ -251,7 +251,7 @@ func (m *Model) UpdateThresholds(u BusyThresholds) (BusyThresholds, error) {
 // with its cache known. A worker that does not answer within the query
 // timeout is logged and routed on what its events will tell; ctx bounds
 // the wait too.
-func (m *Model) AddWorker(ctx context.Context, id uint64) {
+func (m *Router) AddWorker(ctx context.Context, id uint64) {
 	m.monitor.SetCapacity(id, m.info.Capacity)
 	if m.sync == nil {
 		return
@@ -263,7 +263,7 @@ func (m *Model) AddWorker(ctx context.Context, id uint64) {
 
 // RemoveWorker forgets a worker that left: its cached blocks, load and
 // capacity.
-func (m *Model) RemoveWorker(id uint64) {
+func (m *Router) RemoveWorker(id uint64) {
 	if m.sync != nil {
 		m.sync.RemoveWorker(id)
 	}
@@ -276,7 +276,7 @@ func (m *Model) RemoveWorker(id uint64) {
 // replicas' load deltas with ReplicaSync) and, in approximate mode, runs
 // the index's expiry, until ctx ends. It returns nil then, or the error of
 // a subscription that failed.
-func (m *Model) Run(ctx context.Context) error {
+func (m *Router) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the subscriptions
 	if err := m.subscribe(ctx); err != nil {
@@ -291,8 +291,8 @@ func (m *Model) Run(ctx context.Context) error {
 
 // subscribe opens the model's event-plane subscriptions for the life of
 // ctx. Without an event plane there is nothing to hear: that is not an
-// error (NewModel chose the mode accordingly).
-func (m *Model) subscribe(ctx context.Context) error {
+// error (NewRouter chose the mode accordingly).
+func (m *Router) subscribe(ctx context.Context) error {
 	ep := m.info.Endpoint
 	// Workers publish their per-pass load on the namespace's kv_metrics
 	// subject: it feeds busy detection.

@@ -60,10 +60,10 @@ func (q *dumpQuerier) Query(_ context.Context, w Worker, _ kvblock.QueryRequest)
 	return kvblock.QueryResponse{TreeDump: []kvblock.RouterEvent{ev}}, nil
 }
 
-func newTestModel(t *testing.T, cfg Config, plane *fakePlane, q Querier, tgt *fakeTarget) *Model {
+func newTestKVRouter(t *testing.T, cfg Config, plane *fakePlane, q Querier, tgt *fakeTarget) *Router {
 	t.Helper()
-	m, err := NewModel(cfg, ModelInfo{Name: "m", Endpoint: runtime.EndpointID{Namespace: "ns", Component: "c", Name: "generate"},
-		BlockSize: 4, Capacity: WorkerCapacity{TotalKVBlocks: 1000}}, ModelDeps{Events: plane, Querier: q, Next: tgt})
+	m, err := NewRouter(cfg, ModelInfo{Name: "m", Endpoint: runtime.EndpointID{Namespace: "ns", Component: "c", Name: "generate"},
+		BlockSize: 4, Capacity: WorkerCapacity{TotalKVBlocks: 1000}}, RouterDeps{Events: plane, Querier: q, Next: tgt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestModelLoadsAJoiningWorkersCache(t *testing.T) {
 	prefix := tokens(32, 5)
 	q := &dumpQuerier{holder: 2, tokens: prefix}
 	tgt := &fakeTarget{workers: []uint64{1, 2}}
-	m := newTestModel(t, Config{}, &fakePlane{has: true}, q, tgt)
+	m := newTestKVRouter(t, Config{}, &fakePlane{has: true}, q, tgt)
 	if mode, fallback := m.Mode(); mode != ModeEvents || fallback {
 		t.Fatalf("Mode() = %s, %v; want events", mode, fallback)
 	}
@@ -100,7 +100,7 @@ func TestModelLoadsAJoiningWorkersCache(t *testing.T) {
 // plane, KV routing falls back to approximate mode and says so.
 func TestModelRunAndFallback(t *testing.T) {
 	plane := &fakePlane{has: true}
-	m := newTestModel(t, Config{ReplicaSync: true}, plane, &dumpQuerier{}, &fakeTarget{workers: []uint64{1}})
+	m := newTestKVRouter(t, Config{ReplicaSync: true}, plane, &dumpQuerier{}, &fakeTarget{workers: []uint64{1}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
@@ -114,11 +114,11 @@ func TestModelRunAndFallback(t *testing.T) {
 	}
 
 	none := &fakePlane{}
-	approx := newTestModel(t, Config{}, none, nil, &fakeTarget{workers: []uint64{1}})
+	approx := newTestKVRouter(t, Config{}, none, nil, &fakeTarget{workers: []uint64{1}})
 	if mode, fallback := approx.Mode(); mode != ModeApproximate || !fallback {
 		t.Errorf("without an event plane: Mode() = %s, %v; want approximate as a fallback", mode, fallback)
 	}
-	chosen := newTestModel(t, Config{NoEvents: true}, none, nil, &fakeTarget{workers: []uint64{1}})
+	chosen := newTestKVRouter(t, Config{NoEvents: true}, none, nil, &fakeTarget{workers: []uint64{1}})
 	if mode, fallback := chosen.Mode(); mode != ModeApproximate || fallback {
 		t.Errorf("with NoEvents: Mode() = %s, %v; want approximate by choice", mode, fallback)
 	}

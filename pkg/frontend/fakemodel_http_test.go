@@ -1,0 +1,81 @@
+package frontend
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// The HTTP layer runs against any ServedModel: with a fake model and no
+// stack, a chat request is answered unary and streamed, /v1/models lists
+// the model, and another name is a 404 in OpenAI's shape.
+func TestHTTPLayerServesAFakeModel(t *testing.T) {
+	svc, err := New(Config{ShutdownGrace: -1}, Deps{Models: &fakeModels{served: []ServedModel{&echoModel{name: "echo"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx, ln, "", "") }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("service Run: %v", err)
+		}
+	})
+	url := "http://" + ln.Addr().String()
+	body := func(model string, stream bool) string {
+		b, _ := json.Marshal(map[string]any{"model": model, "stream": stream,
+			"messages": []map[string]string{{"role": "user", "content": "say it back"}}})
+		return string(b)
+	}
+
+	r := request(t, http.MethodPost, url+"/v1/chat/completions", body("echo", false), nil)
+	var unary struct {
+		Model   string `json:"model"`
+		Choices []struct {
+			Message      struct{ Content string } `json:"message"`
+			FinishReason string                   `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &unary) != nil || len(unary.Choices) != 1 ||
+		unary.Choices[0].Message.Content != "say it back" || unary.Choices[0].FinishReason != "stop" || unary.Model != "echo" {
+		t.Fatalf("unary: %d %s", r.status, r.body)
+	}
+
+	r = request(t, http.MethodPost, url+"/v1/chat/completions", body("echo", true), nil)
+	var text strings.Builder
+	for _, line := range strings.Split(string(r.body), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct{ Delta struct{ Content string } } `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			t.Fatalf("chunk %q: %v", data, err)
+		}
+		for _, ch := range c.Choices {
+			text.WriteString(ch.Delta.Content)
+		}
+	}
+	if r.status != http.StatusOK || text.String() != "say it back" || !strings.HasSuffix(strings.TrimSpace(string(r.body)), "data: [DONE]") {
+		t.Fatalf("stream: %d %q", r.status, r.body)
+	}
+
+	if r := request(t, http.MethodGet, url+"/v1/models", "", nil); r.status != http.StatusOK || !strings.Contains(string(r.body), `"id":"echo"`) {
+		t.Errorf("/v1/models: %d %s", r.status, r.body)
+	}
+	r = request(t, http.MethodPost, url+"/v1/chat/completions", body("other", false), nil)
+	if e := errorInfo(t, r.body); r.status != http.StatusNotFound || !strings.Contains(e.Message, "other") {
+		t.Errorf("unknown model: %d %s", r.status, r.body)
+	}
+}
