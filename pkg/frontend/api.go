@@ -3,8 +3,8 @@ package frontend
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -160,7 +160,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 	c := req.target()
 	m := s.models.Lookup(c.model)
 	if m == nil || !m.Serves(c.needs) {
-		lr.refuse(UnknownModel, c.stream, s.refuse(w, r, id, UnknownModel, endpoint, c.stream, fmt.Errorf("%w: %s", ErrModelNotFound, c.model)))
+		lr.refuse(UnknownModel, c.stream, s.refuse(w, r, id, UnknownModel, endpoint, c.stream, s.modelNotFound(c.model, c.needs)))
 		return
 	}
 	release, err := s.tenants.acquire(s.tenants.tenantOf(r, len(s.cfg.APIKeys) > 0))
@@ -243,7 +243,12 @@ func (s *Service) refuseTenant(w http.ResponseWriter, r *http.Request, id string
 
 // reject logs a refused request once and writes its error body.
 func (s *Service) reject(w http.ResponseWriter, r *http.Request, id string, e apiError) {
-	s.log.InfoContext(r.Context(), "frontend: request refused", "request_id", id, "path", r.URL.Path, "status", e.status, "error", e.message)
+	args := []any{"request_id", id, "path", r.URL.Path, "status", e.status, "error", e.message}
+	if isRefusal(e) {
+		s.refusals.log(r.Context(), s.log, slog.LevelInfo, e, "", "frontend: request refused", args...)
+	} else {
+		s.log.InfoContext(r.Context(), "frontend: request refused", args...)
+	}
 	writeError(w, e)
 }
 
@@ -405,7 +410,12 @@ func (x *exchange) fail(e apiError, committed bool) {
 	if committed || e.status >= 500 {
 		trace.SpanFromContext(x.rc).SetStatus(codes.Error, e.message)
 	}
-	x.s.log.WarnContext(x.rc, "frontend: request failed", "request_id", x.id, "model", x.model, "status", e.status, "error", e.message, "streaming", committed)
+	args := []any{"request_id", x.id, "model", x.model, "status", e.status, "error", e.message, "streaming", committed}
+	if isRefusal(e) {
+		x.s.refusals.log(x.rc, x.s.log, slog.LevelWarn, e, x.model, "frontend: request refused", args...)
+	} else {
+		x.s.log.WarnContext(x.rc, "frontend: request failed", args...)
+	}
 	if committed {
 		if x.format != nil {
 			for _, ev := range x.format.fail(e.message) {

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -74,8 +75,30 @@ func TestHTTPLayerServesAFakeModel(t *testing.T) {
 	if r := request(t, http.MethodGet, url+"/v1/models", "", nil); r.status != http.StatusOK || !strings.Contains(string(r.body), `"id":"echo"`) {
 		t.Errorf("/v1/models: %d %s", r.status, r.body)
 	}
-	r = request(t, http.MethodPost, url+"/v1/chat/completions", body("other", false), nil)
-	if e := errorInfo(t, r.body); r.status != http.StatusNotFound || !strings.Contains(e.Message, "other") {
-		t.Errorf("unknown model: %d %s", r.status, r.body)
+	// A name not served is a 404 that says what is.
+	for _, c := range []struct{ model, want string }{
+		{"other", "Model not found: other (served: echo)"},
+		{"Echo", `Model not found: Echo (did you mean "echo"? names are case-sensitive)`},
+	} {
+		r = request(t, http.MethodPost, url+"/v1/chat/completions", body(c.model, false), nil)
+		if e := errorInfo(t, r.body); r.status != http.StatusNotFound || e.Message != c.want {
+			t.Errorf("model %q: %d %s, want the message %q", c.model, r.status, r.body, c.want)
+		}
+	}
+	r = request(t, http.MethodGet, url+"/v1/models/other", "", nil)
+	if e := errorInfo(t, r.body); r.status != http.StatusNotFound || e.Message != "Model not found: other (served: echo)" {
+		t.Errorf("GET /v1/models/other: %d %s", r.status, r.body)
+	}
+}
+
+// With no model served, the 404 says why: no worker registered one.
+func TestModelNotFoundWithNothingServedSaysWhy(t *testing.T) {
+	svc, err := New(Config{ShutdownGrace: -1}, Deps{Models: &fakeModels{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = svc.modelNotFound("demo", 0)
+	if !errors.Is(err, ErrModelNotFound) || !strings.Contains(err.Error(), "no worker has registered one; start a worker") {
+		t.Errorf("got %v", err)
 	}
 }

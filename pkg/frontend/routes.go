@@ -68,7 +68,7 @@ func (s *Service) handleModel(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "*")
 	m := s.models.Lookup(name)
 	if m == nil || !m.Ready() {
-		writeError(w, apiError{status: http.StatusNotFound, kind: ErrNotFound, message: fmt.Sprintf("Model not found: %s", name), param: ""})
+		writeError(w, apiError{status: http.StatusNotFound, kind: ErrNotFound, message: s.modelNotFound(name, 0).Error(), param: ""})
 		return
 	}
 	writeJSON(w, http.StatusOK, modelObject(m, s.clock().Unix()))

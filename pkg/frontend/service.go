@@ -28,6 +28,8 @@ type Service struct {
 	registry *prometheus.Registry
 	metrics  *Metrics
 	clock    func() time.Time
+	// refusals limits the log lines of refusals under overload.
+	refusals *refusalLog
 	tracer   trace.Tracer
 	handler  http.Handler
 	tenants  *tenants
@@ -68,6 +70,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if s.clock == nil {
 		s.clock = time.Now
 	}
+	s.refusals = newRefusalLog(s.clock)
 	if s.metrics == nil {
 		m, err := NewMetrics(s.registry, MetricsConfig{})
 		if err != nil {
