@@ -1,10 +1,11 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/dynamo-go/dynamo/cmd/internal/cli"
 )
 
 // newFlagSet returns an empty flag set for command that reports to
@@ -20,14 +21,11 @@ func newFlagSet(command, args string, stderr io.Writer) *flag.FlagSet {
 }
 
 // parseFlags parses args into fs and returns the exit code to stop with,
-// or -1 to go on: 0 after --help, 2 after a bad flag (the flag package
-// has printed why).
+// or -1 to go on: 0 after --help, 2 after a bad flag (printed as one line
+// and a pointer to --help, not the whole usage).
 func parseFlags(fs *flag.FlagSet, args []string) int {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := cli.ParseFlags(fs, args); done {
+		return code
 	}
 	return -1
 }

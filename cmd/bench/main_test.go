@@ -111,7 +111,7 @@ func TestBadUsageExits2(t *testing.T) {
 		{nil, "usage: bench COMMAND"},
 		{[]string{"fly"}, `unknown command "fly"`},
 		{[]string{"run", "--concurrency", "many"}, `invalid value "many" for flag -concurrency`},
-		{[]string{"run", "--nope"}, "flag provided but not defined: -nope"},
+		{[]string{"run", "--nope"}, "bench run: flag provided but not defined: -nope\nrun 'bench run --help' for the flags\n"},
 		{[]string{"run", "--model", "x", "--api", "embeddings"}, `api "embeddings": want "chat" or "completions"`},
 		{[]string{"run", "--model", "x", "--concurrency", "4", "--rate", "10"}, "--concurrency and --rate exclude each other"},
 		{[]string{"run", "--model", "x", "--watch-pid", "12,frontend"}, "--watch-pid"},

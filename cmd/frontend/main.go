@@ -69,7 +69,7 @@ func run(args []string, env func(string) string, stderr io.Writer, ready chan<- 
 		}
 	}()
 	if err := serve(ctx, s, rcfg, env(pprofserver.Env), log, tp.TracerProvider(), ready); err != nil {
-		fmt.Fprintln(stderr, "frontend:", err)
+		fmt.Fprintln(stderr, "frontend:", runtime.WithAuthAdvice(err))
 		return 1
 	}
 	return 0

@@ -137,6 +137,17 @@ func TestBadValuesExit2WithAClearMessage(t *testing.T) {
 	}
 }
 
+// An unknown flag prints two lines (the reason, and where the flags are
+// listed), not the whole usage.
+func TestUnknownFlagPrintsOneLineAndPointsToHelp(t *testing.T) {
+	var out bytes.Buffer
+	code := run([]string{"--foo"}, func(string) string { return "" }, &out, nil)
+	want := "frontend: flag provided but not defined: -foo\nrun 'frontend --help' for the flags\n"
+	if code != 2 || out.String() != want {
+		t.Errorf("exit %d, output %q; want 2 and %q", code, out.String(), want)
+	}
+}
+
 func TestHelpListsFlagsAndEnv(t *testing.T) {
 	var out bytes.Buffer
 	env := map[string]string{"DYN_API_KEYS": "sk-from-env"}

@@ -157,7 +157,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	}
 	// One failed worker takes the process down.
 	if err := rungroup.Run(ctx, owners...); err != nil {
-		fmt.Fprintln(stderr, "mocker:", err)
+		fmt.Fprintln(stderr, "mocker:", runtime.WithAuthAdvice(err))
 		return 1
 	}
 	return 0

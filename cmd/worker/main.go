@@ -63,7 +63,8 @@ func registerEngine(s *envflag.Set) *engineFlags {
 		engine: s.String("engine", "", "engine dialect: vllm, sglang or llamacpp (required)", env("engine")),
 		url:    s.String("engine-url", "", "the engine server's base URL, e.g. http://127.0.0.1:8000 (required)", env("engine-url")),
 		model: s.String("engine-model", "", "the name the engine serves the model by (vLLM --served-model-name, else the path or hub id it loaded); a mismatch exits 1 "+
-			"(default: --model-name or --model-path, either matching the engine's served name or model path, or by their last path element; '*' accepts any model)", env("engine-model")),
+			"(default: --model-name or --model-path, either matching the engine's served name or model path, or by their last path element; '*' accepts any model); "+
+			"only checked: the model is served as --model-name, else the name derived from --model-path", env("engine-model")),
 		vllmAPI:       s.String("vllm-api", bridge.VLLMAPIAuto, "--engine vllm: auto (its token-in/token-out /inference/v1/generate when it streams there, probed at start, else /v1/completions with token ids), generate (required) or completions", env("vllm-api")),
 		startTimeout:  s.String("engine-start-timeout", bridge.DefaultStartTimeout.String(), "how long to wait for the engine's /health before exiting 1 (a Go duration; model loads take minutes)", env("engine-start-timeout")),
 		contextLength: s.Int("context-length", 0, "maximum prompt+output tokens (default: read from the engine)", env("context-length")),
@@ -165,15 +166,17 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	wcfg, rcfg, werr := wf.Configs()
 	bcfg, berr := ef.config()
 	bcfg.Models = ef.models(wcfg)
-	bcfg.Name = wcfg.ModelName
-	if bcfg.Name == "" && wcfg.ModelPath != "" {
-		bcfg.Name = modelcard.DefaultName(wcfg.ModelPath)
-	}
 	if !worker.HasModelFiles(wcfg.ModelPath) {
 		werr = errors.Join(werr, modelFromEngine(&wcfg, *ef.engine, proc))
 		if *ef.model == "" {
 			bcfg.Models = nil // the engine's model is the card: nothing to compare
 		}
+	}
+	// The public name is --model-name, else the one derived from
+	// --model-path; the engine's own name is only matched (bcfg.Models).
+	bcfg.Name = wcfg.ModelName
+	if bcfg.Name == "" && wcfg.ModelPath != "" {
+		bcfg.Name = modelcard.DefaultName(wcfg.ModelPath)
 	}
 	if m := wcfg.DisaggregationMode; m != worker.ModeAggregated {
 		werr = errors.Join(werr, fmt.Errorf("--disaggregation-mode %s (or --is-%s-worker): cmd/worker serves aggregated engines only; "+
@@ -215,7 +218,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		if errors.Is(err, bridge.ErrModelMismatch) {
 			err = fmt.Errorf("%w (--engine-model NAME: the name the engine serves it by; '*': accept any)", err)
 		}
-		fmt.Fprintln(stderr, "worker:", err)
+		fmt.Fprintln(stderr, "worker:", runtime.WithAuthAdvice(err))
 		return 1
 	}
 	return 0

@@ -36,6 +36,20 @@ func workerCmd(env []string, args ...string) *exec.Cmd {
 
 var memEnv = []string{"DYN_DISCOVERY_BACKEND=mem", "DYN_TCP_RPC_HOST=127.0.0.1", "DYN_SYSTEM_PORT=0", "DYN_SYSTEM_HOST=127.0.0.1"}
 
+// An unknown flag prints two lines (the reason, and where the flags are
+// listed), not the whole usage.
+func TestUnknownFlagPrintsOneLineAndPointsToHelp(t *testing.T) {
+	cmd := workerCmd(memEnv, "--model-path", "../../models/demo", "--foo")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	want := "worker: flag provided but not defined: -foo\nrun 'worker --help' for the flags\n"
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || stderr.String() != want {
+		t.Errorf("worker --foo: %v, stderr %q; want exit 2 and %q", err, stderr.String(), want)
+	}
+}
+
 func TestBadFlagsExitTwoWithAReason(t *testing.T) {
 	model := []string{"--model-path", "../../models/demo"}
 	for _, tc := range []struct {
@@ -199,7 +213,22 @@ func TestEngineServingAnotherModelExitsOne(t *testing.T) {
 			}
 			return strings.Contains(logs.String(), "worker: serving")
 		})
+		// Served under the name derived from --model-path, not the
+		// engine's: the engine's name is matched, never adopted.
+		if !servedAs(logs.String(), "demo") {
+			t.Errorf("--engine-model %s: want the model served as demo (from --model-path), log:\n%s", name, logs.String())
+		}
 		_ = cmd.Process.Kill()
 		<-exited
 	}
+}
+
+// servedAs reports whether the worker's "serving" log line names model.
+func servedAs(logs, model string) bool {
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "worker: serving") {
+			return strings.Contains(line, " model="+model+" ") || strings.HasSuffix(line, " model="+model)
+		}
+	}
+	return false
 }

@@ -53,7 +53,7 @@ type Config struct {
 	Dialect string
 	// URL is the engine server's base URL, e.g. http://127.0.0.1:8000.
 	URL string
-	// Models are the names the worker serves the model by (cmd/worker:
+	// Models are the names the engine may serve the model by (cmd/worker:
 	// --engine-model, else --model-name and --model-path): the engine
 	// must serve one of them, under its served name or its model path,
 	// exactly or by a path's last element (/models/Qwen3-0.6B serves
@@ -70,10 +70,12 @@ type Config struct {
 	// postprocessing "engine"): vLLM's and SGLang's text, llama.cpp's
 	// content.
 	EngineText bool
-	// Name is the name the model is served by when the engine serves it
-	// under none of Models while the Vocabulary check passed (cmd/worker:
-	// --model-name, else the name derived from --model-path); "" keeps
-	// the engine's.
+	// Name is the public name the model is served by (cmd/worker:
+	// --model-name, else the name derived from --model-path): Start
+	// reports it as backend.Config.Model whatever name the engine serves
+	// the model by, which is only matched against Models (and sent in the
+	// engine's requests), never adopted. "" serves the engine's name (a
+	// worker with neither flag).
 	Name string
 	// Vocabulary, when set, is the card's tokenizer: Start tokenizes a
 	// probe text with it and with the engine's own tokenizer (vLLM's and
@@ -297,11 +299,8 @@ func (e *Engine) Start(ctx context.Context, workerID uint64) (backend.Config, er
 	if e.cfg.LoadInterval > 0 {
 		e.startLoad(bg, workerID)
 	}
-	e.log.Info("bridge: engine ready", "dialect", e.cfg.Dialect, "url", e.base, "model", info.served, "context_length", info.contextLength)
-	name := info.served
-	if !ok && e.cfg.Name != "" {
-		name = e.cfg.Name
-	}
+	name := cmp.Or(e.cfg.Name, info.served)
+	e.log.Info("bridge: engine ready", "dialect", e.cfg.Dialect, "url", e.base, "model", info.served, "served_as", name, "context_length", info.contextLength)
 	return backend.Config{
 		Model:            name,
 		ContextLength:    info.contextLength,

@@ -356,6 +356,30 @@ func TestModelMismatch(t *testing.T) {
 	}
 }
 
+// The model is served as Config.Name whatever the engine calls it: the
+// engine's name (a GGUF file's, say) is matched against Models, or
+// accepted when Models is empty, never adopted; requests to the engine
+// still carry the engine's name.
+func TestServedAsConfigName(t *testing.T) {
+	for _, d := range dialects {
+		srv := bridgetest.New(d, bridgetest.Options{Model: "qwen3-0.6b-q8_0.gguf"})
+		for _, models := range [][]string{nil, {"qwen3-0.6b-q8_0.gguf"}, {"/models/qwen3-0.6b-q8_0.gguf"}} {
+			e := newEngine(t, bridge.Config{Dialect: d, URL: srv.URL, Models: models, Name: "Qwen3-0.6B", StartTimeout: 5 * time.Second})
+			cfg, err := e.Start(t.Context(), 1)
+			if err != nil || cfg.Model != "Qwen3-0.6B" {
+				t.Errorf("%s, models %q: %+v %v; want served as Qwen3-0.6B", d, models, cfg, err)
+			}
+			if err == nil {
+				if _, err := collect(t, e, t.Context(), &backend.Request{TokenIDs: []uint32{1, 2}, StopConditions: backend.StopConditions{MaxTokens: backend.Ptr(uint32(2))}}); err != nil {
+					t.Errorf("%s, models %q: Generate: %v (the engine's name must reach the engine)", d, models, err)
+				}
+			}
+			_ = e.Cleanup(context.Background())
+		}
+		srv.Close()
+	}
+}
+
 func TestNewRejectsBadConfig(t *testing.T) {
 	for _, cfg := range []bridge.Config{{Dialect: "tgi", URL: "http://x"}, {Dialect: "vllm", URL: "x:80"}, {Dialect: "vllm", URL: "http://x", ContextLength: -1}} {
 		if _, err := bridge.New(cfg); !errors.Is(err, bridge.ErrInvalidConfig) {

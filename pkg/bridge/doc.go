@@ -21,9 +21,10 @@
 // the engine's vocabulary against the card's tokenizer
 // (Config.Vocabulary: a probe text tokenized by both must give the same
 // ids; vocab.go) and the model it serves (one of Config.Models: fatal
-// only when the vocabulary could not be checked), reads its context
-// length, chooses vLLM's endpoint (Config.VLLMAPI), and runs the KV-event
-// source (Config.KVEvents) and the load poller (Config.LoadInterval: the
+// only when the vocabulary could not be checked; the model is served as
+// Config.Name: the engine's name is matched, never adopted), reads its
+// context length, chooses vLLM's endpoint (Config.VLLMAPI), and runs the
+// KV-event source (Config.KVEvents) and the load poller (Config.LoadInterval: the
 // engine's Prometheus /metrics, published as kvblock.LoadEvent per rank)
 // in goroutines the Engine owns. Generate may be called concurrently,
 // once per request: one engine HTTP request each. Healthy

@@ -2,8 +2,8 @@ package frontend
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"strings"

@@ -1,5 +1,8 @@
 // Package hfhub turns a --model-path into a local model directory: a local
-// directory is used as is; a Hugging Face hub id ("org/name") is resolved
+// directory is used as is; a path that does not exist but looks local (a
+// path separator and not of the form org/name, or an existing parent
+// directory: "models/dmeo" where models/ exists) is reported as missing,
+// never looked up on the hub; a Hugging Face hub id ("org/name") is resolved
 // through the hub API and the files a worker needs (config.json,
 // tokenizer.json, tokenizer_config.json, generation_config.json,
 // chat_template.jinja, special_tokens_map.json; never weights) are

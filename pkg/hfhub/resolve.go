@@ -19,7 +19,9 @@ const maxFileSize = 512 << 20
 // existing local directory is returned as is. A hub id ("org/name") is
 // resolved in the cache (no network access when the revision is already
 // there) or downloaded into it, and the snapshot directory
-// {HubCache}/models--org--name/snapshots/{commit} is returned. Errors wrap
+// {HubCache}/models--org--name/snapshots/{commit} is returned. A path
+// that does not exist but looks local (looksLocal) is reported without
+// any network access. Errors wrap
 // ErrInvalidPath, ErrNotFound (unknown model or revision, or no
 // tokenizer.json), ErrUnauthorized (set HF_TOKEN) or ErrNotCached (Offline).
 func Resolve(ctx context.Context, cfg Config, modelPath string) (string, error) {
@@ -28,6 +30,10 @@ func Resolve(ctx context.Context, cfg Config, modelPath string) (string, error) 
 			return "", fmt.Errorf("%w: %s is a file; --model-path wants a model directory or a hub id", ErrInvalidPath, modelPath)
 		}
 		return modelPath, nil
+	}
+	if why, local := looksLocal(modelPath); local {
+		return "", fmt.Errorf("%w: model directory %s does not exist (taken for a local path, not a Hugging Face hub id, because %s)",
+			ErrInvalidPath, modelPath, why)
 	}
 	if !IsHubID(modelPath) {
 		return "", fmt.Errorf("%w: %q is neither an existing directory nor a Hugging Face hub id (org/name)", ErrInvalidPath, modelPath)

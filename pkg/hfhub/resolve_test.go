@@ -252,3 +252,30 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Errorf("ConfigFromEnv = %+v", cfg)
 	}
 }
+
+// A missing path that looks local is reported as a missing directory,
+// naming it and why it was taken for local, without asking the hub (its
+// endpoint here refuses connections, and Offline is off).
+func TestResolveMistypedLocalPathNeverGoesToTheHub(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.Mkdir("models", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Home: t.TempDir(), Endpoint: "http://127.0.0.1:1"}
+	for _, tc := range []struct{ path, why string }{
+		{"models/dmeo", "because its parent directory models exists"},
+		{"./models/dmeo", "because it has a path separator and is not of the form org/name"},
+		{"a/b/c", "because it has a path separator and is not of the form org/name"},
+	} {
+		_, err := Resolve(t.Context(), cfg, tc.path)
+		if !errors.Is(err, ErrInvalidPath) || !strings.Contains(err.Error(), "model directory "+tc.path+" does not exist") ||
+			!strings.Contains(err.Error(), "taken for a local path") || !strings.Contains(err.Error(), tc.why) {
+			t.Errorf("Resolve(%q) = %v; want ErrInvalidPath naming the missing directory and %q", tc.path, err, tc.why)
+		}
+	}
+	// A hub id whose org is no local directory still goes to the hub
+	// (here: the refused endpoint).
+	if _, err := Resolve(t.Context(), cfg, "acme/tiny"); err == nil || errors.Is(err, ErrInvalidPath) {
+		t.Errorf("Resolve(acme/tiny) = %v; want the hub's failure, not ErrInvalidPath", err)
+	}
+}

@@ -104,24 +104,77 @@ func New(ctx context.Context, cfg Config, deps Deps) (*DistributedRuntime, error
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
-	if rt.store, err = openStore(connectCtx, cfg, deps, log); err != nil {
+	// NATS and etcd are waited for at the same time, each with its own
+	// line while it is missing; the lease is renewed while NATS is
+	// waited for, so that a late NATS costs neither the lease nor an
+	// etcd outage.
+	var natsDone chan natsConn
+	if cfg.RequestPlane == PlaneNATS {
+		natsDone = make(chan natsConn, 1)
+		go func() {
+			nc, err := connectNATS(connectCtx, cfg, log)
+			natsDone <- natsConn{nc, err}
+		}()
+	}
+	rt.store, err = openStore(connectCtx, cfg, deps, log)
+	if err != nil {
+		if natsDone != nil {
+			cancel()
+			if c := <-natsDone; c.nc != nil {
+				c.nc.Close()
+			}
+		}
 		return nil, err
+	}
+	if natsDone != nil {
+		c := waitNATS(connectCtx, natsDone, rt.store, cfg.LeaseTTL, log)
+		if c.err != nil {
+			rt.store.Close()
+			return nil, c.err
+		}
+		rt.nc = c.nc
+		rt.plane = newNATSPlane(rt.nc, cfg.NATSRequestTimeout, log)
+	} else {
+		rt.plane = newTCPPlane(cfg, log, rt.bg)
 	}
 	if err := rt.registerDiscoveryMetrics(reg); err != nil {
 		rt.store.Close()
+		if rt.nc != nil {
+			rt.nc.Close()
+		}
 		return nil, fmt.Errorf("runtime: metrics: %w", err)
 	}
-	switch cfg.RequestPlane {
-	case PlaneNATS:
-		if rt.nc, err = connectNATS(connectCtx, cfg, log); err != nil {
-			rt.store.Close()
-			return nil, err
-		}
-		rt.plane = newNATSPlane(rt.nc, cfg.NATSRequestTimeout, log)
-	default:
-		rt.plane = newTCPPlane(cfg, log, rt.bg)
-	}
 	return rt, nil
+}
+
+// natsConn is connectNATS's result.
+type natsConn struct {
+	nc  *nats.Conn
+	err error
+}
+
+// waitNATS waits for connectNATS's result, renewing store's lease every
+// third of its TTL meanwhile (when the store has one to renew).
+func waitNATS(ctx context.Context, done <-chan natsConn, store discovery.Store, ttl time.Duration, log *slog.Logger) natsConn {
+	type renewer interface{ Renew(context.Context) error }
+	r, _ := store.(renewer)
+	if ttl <= 0 {
+		ttl = discovery.DefaultTTL
+	}
+	tick := time.NewTicker(max(ttl/3, 500*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case c := <-done:
+			return c
+		case <-tick.C:
+			if r != nil {
+				if err := r.Renew(ctx); err != nil {
+					log.Debug("runtime: renewing the lease while waiting for NATS", "err", err)
+				}
+			}
+		}
+	}
 }
 
 func openStore(ctx context.Context, cfg Config, deps Deps, log *slog.Logger) (discovery.Store, error) {
@@ -150,6 +203,8 @@ func openStore(ctx context.Context, cfg Config, deps Deps, log *slog.Logger) (di
 			Password:  cfg.EtcdPassword,
 			TLS:       tlsCfg,
 			Logger:    log,
+			WaitAdvice: "ETCD_ENDPOINTS sets where, ETCD_STARTUP_CONNECT_TIMEOUT_SECONDS how long; " +
+				"--discovery-backend file needs no etcd on one machine",
 		})
 		if err != nil {
 			return nil, connectError(fmt.Sprintf("etcd at %v", cfg.EtcdEndpoints), err, cfg.etcdSettings())
@@ -177,13 +232,26 @@ func connectNATS(ctx context.Context, cfg Config, log *slog.Logger) (*nats.Conn,
 		nats.ReconnectHandler(func(*nats.Conn) { log.Info("runtime: nats reconnected") }),
 	)
 	what := "nats at " + redactURLs(cfg.NATSServer)
+	var waiting time.Time // when the first attempt failed; zero before
 	for {
 		nc, err := nats.Connect(cfg.NATSServer, opts...)
 		if err == nil {
+			if !waiting.IsZero() {
+				log.Info("runtime: nats reached", "server", redactURLs(cfg.NATSServer), "waited", time.Since(waiting).Round(time.Millisecond))
+			}
 			return nc, nil
 		}
 		if he := permanentNATS(err); he != nil {
 			return nil, connectError(what, he, cfg.natsSettings())
+		}
+		if waiting.IsZero() {
+			waiting = time.Now()
+			args := []any{"server", redactURLs(cfg.NATSServer), "err", err}
+			if d, ok := ctx.Deadline(); ok {
+				args = append(args, "until", d.Format(time.TimeOnly))
+			}
+			log.Warn("runtime: waiting for nats; retrying", append(args, "advice",
+				"NATS_SERVER sets where, ETCD_STARTUP_CONNECT_TIMEOUT_SECONDS how long; --request-plane tcp needs no NATS")...)
 		}
 		select {
 		case <-ctx.Done():

@@ -1,7 +1,8 @@
 // Package cli is the command-line prologue the binaries share: a flag set
 // that reports to stderr, --help with the command's usage lines above the
 // flags and its environment variables below them, --version, and exit
-// code 2 for a bad flag or a stray argument.
+// code 2 for a bad flag or a stray argument (two lines: the reason, and
+// where the flags are listed).
 package cli
 
 import (
@@ -36,11 +37,8 @@ func Parse(fs *flag.FlagSet, args []string, usage, help string) (code int, done 
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), help)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, true
-		}
-		return 2, true
+	if code, done := ParseFlags(fs, args); done {
+		return code, true
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(fs.Output(), "%s: unexpected arguments %q\n", fs.Name(), fs.Args())
@@ -51,4 +49,36 @@ func Parse(fs *flag.FlagSet, args []string, usage, help string) (code int, done 
 		return 0, true
 	}
 	return 0, false
+}
+
+// ParseFlags parses args into fs (its flags registered, its Usage set)
+// without the flag package's own reporting. --help (-h) prints fs.Usage
+// and returns 0, true. A bad flag (unknown, or a value that does not
+// parse) prints two lines, not the whole usage:
+//
+//	frontend: flag provided but not defined: -foo
+//	run 'frontend --help' for the flags
+//
+// and returns 2, true. Otherwise it returns 0, false.
+func ParseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case err == nil:
+		return 0, false
+	case errors.Is(err, flag.ErrHelp):
+		if usage == nil {
+			fmt.Fprintf(out, "usage of %s:\n", fs.Name())
+			fs.PrintDefaults()
+		} else {
+			usage()
+		}
+		return 0, true
+	}
+	fmt.Fprintf(out, "%s: %v\nrun '%s --help' for the flags\n", fs.Name(), err, fs.Name())
+	return 2, true
 }

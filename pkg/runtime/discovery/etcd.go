@@ -35,6 +35,10 @@ type EtcdConfig struct {
 	// Logger receives connection, keep-alive and watch warnings. Nil
 	// discards them.
 	Logger *slog.Logger
+	// WaitAdvice is appended to the one line NewEtcd logs when etcd does
+	// not answer at first: the settings that change where it is looked
+	// for and how long it is waited for.
+	WaitAdvice string
 }
 
 // Etcd is a Store in etcd (the "etcd" discovery back-end). Every key it
@@ -128,9 +132,10 @@ func NewEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	}
 	ttlSeconds := int64((cfg.TTL + time.Second - 1) / time.Second)
 	var (
-		cli   *clientv3.Client
-		err   error
-		delay = 100 * time.Millisecond
+		cli     *clientv3.Client
+		err     error
+		delay   = 100 * time.Millisecond
+		waiting time.Time // when the first attempt failed; zero before
 	)
 	for {
 		if cli == nil {
@@ -147,6 +152,9 @@ func NewEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 			}
 			cancel()
 			if err == nil {
+				if !waiting.IsZero() {
+					log.Info("discovery: etcd reached", "endpoints", cfg.Endpoints, "waited", time.Since(waiting).Round(time.Millisecond))
+				}
 				ttl := time.Duration(resp.TTL) * time.Second
 				return &Etcd{
 					cli:         cli,
@@ -173,7 +181,19 @@ func NewEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 			}
 			return nil, fmt.Errorf("discovery: connect to etcd %v: %w", cfg.Endpoints, he)
 		}
-		log.Warn("discovery: connect to etcd", "endpoints", cfg.Endpoints, "err", err)
+		if waiting.IsZero() {
+			waiting = time.Now()
+			args := []any{"endpoints", cfg.Endpoints, "err", err}
+			if d, ok := ctx.Deadline(); ok {
+				args = append(args, "until", d.Format(time.TimeOnly))
+			}
+			if cfg.WaitAdvice != "" {
+				args = append(args, "advice", cfg.WaitAdvice)
+			}
+			log.Warn("discovery: waiting for etcd; retrying", args...)
+		} else {
+			log.Debug("discovery: etcd still unreachable", "endpoints", cfg.Endpoints, "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			if cli != nil {

@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -232,3 +233,18 @@ func (e *Etcd) leaseHex() string { return strconv.FormatUint(uint64(e.currentLea
 // it as an interruption. clientv3 sends one every TTL/3, rounded down to
 // whole seconds, checking every 500 ms.
 func (e *Etcd) stallAfter() time.Duration { return e.ttl/2 + time.Second }
+
+// Renew renews the lease once. A process that waits for another of its
+// dependencies before Run keeps its lease with it, so that the wait does
+// not cost the lease (and look like an etcd outage once Run starts).
+func (e *Etcd) Renew(ctx context.Context) error {
+	actx, cancel := context.WithTimeout(ctx, e.dialTimeout)
+	defer cancel()
+	resp, err := e.cli.KeepAliveOnce(actx, e.currentLease())
+	if err != nil {
+		return fmt.Errorf("discovery: renew the lease: %w", err)
+	}
+	interrupted := false
+	e.renewed(resp.ResponseHeader.GetRaftTerm(), resp.TTL, &interrupted)
+	return nil
+}
