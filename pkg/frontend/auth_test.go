@@ -274,10 +274,17 @@ func TestConfigValidateRefusesBadAccessSettings(t *testing.T) {
 // returns its URL once the first discovery sync is in.
 func startService(t *testing.T, cfg Config, log *slog.Logger) string {
 	t.Helper()
-	cfg.ShutdownGrace = -1
 	models := startModels(t, startRuntime(t, discovery.NewMemSpace()))
 	testenv.WaitFor(t, 5*time.Second, "the first discovery sync", models.Synced)
-	svc, err := New(cfg, Deps{Models: ServeRegistry(models), Logger: log})
+	return serveModels(t, cfg, log, ServeRegistry(models))
+}
+
+// serveModels runs a service over models until the test ends and returns
+// its URL.
+func serveModels(t *testing.T, cfg Config, log *slog.Logger, models Models) string {
+	t.Helper()
+	cfg.ShutdownGrace = -1
+	svc, err := New(cfg, Deps{Models: models, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,8 @@
 package frontend
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,24 +12,7 @@ import (
 // stack, a chat request is answered unary and streamed, /v1/models lists
 // the model, and another name is a 404 in OpenAI's shape.
 func TestHTTPLayerServesAFakeModel(t *testing.T) {
-	svc, err := New(Config{ShutdownGrace: -1}, Deps{Models: &fakeModels{served: []ServedModel{&echoModel{name: "echo"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx, ln, "", "") }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("service Run: %v", err)
-		}
-	})
-	url := "http://" + ln.Addr().String()
+	url := serveModels(t, Config{}, nil, &fakeModels{served: []ServedModel{&echoModel{name: "echo"}}})
 	body := func(model string, stream bool) string {
 		b, _ := json.Marshal(map[string]any{"model": model, "stream": stream,
 			"messages": []map[string]string{{"role": "user", "content": "say it back"}}})

@@ -1,11 +1,9 @@
 package frontend
 
 import (
-	"context"
 	"io"
 	"log"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,24 +18,7 @@ import (
 func TestHandlerPanicIsA500AndTheServiceGoesOn(t *testing.T) {
 	var logs testenv.Buffer
 	models := &fakeModels{}
-	svc, err := New(Config{ShutdownGrace: -1}, Deps{Models: models, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx, ln, "", "") }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("service Run: %v", err)
-		}
-	})
-	url := "http://" + ln.Addr().String()
+	url := serveModels(t, Config{}, slog.New(slog.NewTextHandler(&logs, nil)), models)
 
 	models.boom.Store(true)
 	r := request(t, http.MethodGet, url+"/v1/models", "", nil)
