@@ -11,38 +11,38 @@ import (
 
 // Approximate-mode defaults (spec §3.5).
 const (
-	DefaultApproxTTL              = 120 * time.Second
-	DefaultApproxMaxTreeSize      = 1 << 20
-	DefaultApproxPruneTargetRatio = 0.8
+	defaultApproxTTL              = 120 * time.Second
+	defaultApproxMaxTreeSize      = 1 << 20
+	defaultApproxPruneTargetRatio = 0.8
 )
 
-// ApproxOptions configures NewApproxIndexer. Zero fields take the
+// approxOptions configures newApproxIndexer. Zero fields take the
 // defaults.
-type ApproxOptions struct {
+type approxOptions struct {
 	// TTL is how long a routed block is assumed cached after the last
-	// routing decision that included it (DefaultApproxTTL).
+	// routing decision that included it (defaultApproxTTL).
 	TTL time.Duration
 	// MaxTreeSize is the number of blocks (over all workers) above which
-	// the oldest entries are pruned (DefaultApproxMaxTreeSize).
+	// the oldest entries are pruned (defaultApproxMaxTreeSize).
 	MaxTreeSize int
 	// PruneTargetRatio: pruning stops at floor(MaxTreeSize·ratio) blocks
-	// (DefaultApproxPruneTargetRatio); must be in (0, 1].
+	// (defaultApproxPruneTargetRatio); must be in (0, 1].
 	PruneTargetRatio float64
 	// Clock returns the current time (time.Now).
 	Clock func() time.Time
-	// Metrics is passed to the wrapped Indexer.
-	Metrics *IndexerMetrics
+	// Metrics is passed to the wrapped indexer.
+	Metrics *indexerMetrics
 }
 
-// ApproxIndexer is the approximate mode for routers without KV events
+// approxIndexer is the approximate mode for routers without KV events
 // (spec §3.5): each routing decision is recorded as if the chosen worker
 // had cached the prompt's blocks, and each recorded block is forgotten
 // TTL after its last recording, or earlier when the tree grows past
 // MaxTreeSize. It is safe for concurrent use; FindMatches runs in
 // parallel with everything, the other methods are serialised. Run owns
 // the expiry loop.
-type ApproxIndexer struct {
-	idx    *Indexer
+type approxIndexer struct {
+	idx    *indexer
 	ttl    time.Duration
 	max    int
 	target int
@@ -54,22 +54,22 @@ type ApproxIndexer struct {
 	queue  approxHeap
 }
 
-// NewApproxIndexer returns an empty approximate indexer.
-func NewApproxIndexer(opts ApproxOptions) *ApproxIndexer {
+// newApproxIndexer returns an empty approximate indexer.
+func newApproxIndexer(opts approxOptions) *approxIndexer {
 	if opts.TTL <= 0 {
-		opts.TTL = DefaultApproxTTL
+		opts.TTL = defaultApproxTTL
 	}
 	if opts.MaxTreeSize <= 0 {
-		opts.MaxTreeSize = DefaultApproxMaxTreeSize
+		opts.MaxTreeSize = defaultApproxMaxTreeSize
 	}
 	if !(opts.PruneTargetRatio > 0 && opts.PruneTargetRatio <= 1) {
-		opts.PruneTargetRatio = DefaultApproxPruneTargetRatio
+		opts.PruneTargetRatio = defaultApproxPruneTargetRatio
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	return &ApproxIndexer{
-		idx:    NewIndexer(IndexerOptions{Metrics: opts.Metrics}),
+	return &approxIndexer{
+		idx:    newIndexer(indexerOptions{Metrics: opts.Metrics}),
 		ttl:    opts.TTL,
 		max:    opts.MaxTreeSize,
 		target: int(float64(opts.MaxTreeSize) * opts.PruneTargetRatio),
@@ -82,7 +82,7 @@ func NewApproxIndexer(opts ApproxOptions) *ApproxIndexer {
 // Run expires recorded blocks until ctx ends, then returns nil: it sleeps
 // until the earliest expiry (or until a recording may have moved it) and
 // turns every expired entry into a removal.
-func (a *ApproxIndexer) Run(ctx context.Context) error {
+func (a *approxIndexer) Run(ctx context.Context) error {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
@@ -104,7 +104,7 @@ func (a *ApproxIndexer) Run(ctx context.Context) error {
 // hashes: a stored chain from the root, one block per hash, with block
 // hash kvblock.SeqHashes(local)[i]. Every block's expiry becomes now+TTL;
 // if the tree then holds more than MaxTreeSize blocks it is pruned.
-func (a *ApproxIndexer) RecordRouting(w Worker, local []uint64) {
+func (a *approxIndexer) RecordRouting(w Worker, local []uint64) {
 	if len(local) == 0 {
 		return
 	}
@@ -137,18 +137,18 @@ func (a *ApproxIndexer) RecordRouting(w Worker, local []uint64) {
 	}
 }
 
-// FindMatches is Indexer.FindMatches over the recorded blocks.
-func (a *ApproxIndexer) FindMatches(local []uint64) OverlapScores {
+// FindMatches is indexer.FindMatches over the recorded blocks.
+func (a *approxIndexer) FindMatches(local []uint64) overlapScores {
 	return a.idx.FindMatches(local)
 }
 
-// FindMatchesInto is Indexer.FindMatchesInto over the recorded blocks.
-func (a *ApproxIndexer) FindMatchesInto(m *Matches, local []uint64) {
+// FindMatchesInto is indexer.FindMatchesInto over the recorded blocks.
+func (a *approxIndexer) FindMatchesInto(m *matches, local []uint64) {
 	a.idx.FindMatchesInto(m, local)
 }
 
 // RemoveWorker forgets every dp rank of worker id.
-func (a *ApproxIndexer) RemoveWorker(id uint64) {
+func (a *approxIndexer) RemoveWorker(id uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.idx.RemoveWorker(id)
@@ -161,11 +161,11 @@ func (a *ApproxIndexer) RemoveWorker(id uint64) {
 }
 
 // Size returns the number of recorded blocks over all workers.
-func (a *ApproxIndexer) Size() int { return a.idx.Size() }
+func (a *approxIndexer) Size() int { return a.idx.Size() }
 
 // expire removes every entry due at the clock's now and returns the next
 // expiry, if any.
-func (a *ApproxIndexer) expire() (next time.Time, ok bool) {
+func (a *approxIndexer) expire() (next time.Time, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.clock().UnixNano()
@@ -186,7 +186,7 @@ func (a *ApproxIndexer) expire() (next time.Time, ok bool) {
 
 // pruneLocked removes entries, earliest expiry first and deeper blocks
 // first among equal expiries, until the tree is at the target size.
-func (a *ApproxIndexer) pruneLocked() {
+func (a *approxIndexer) pruneLocked() {
 	for a.idx.Size() > a.target && len(a.queue) > 0 {
 		e := heap.Pop(&a.queue).(approxEntry)
 		if a.live(e) {
@@ -196,13 +196,13 @@ func (a *ApproxIndexer) pruneLocked() {
 }
 
 // live reports whether e is the current timer of its key.
-func (a *ApproxIndexer) live(e approxEntry) bool {
+func (a *approxIndexer) live(e approxEntry) bool {
 	t, ok := a.timers[e.key]
 	return ok && t.at == e.at && t.pos == e.pos
 }
 
 // removeLocked forgets one recorded block.
-func (a *ApproxIndexer) removeLocked(k approxKey) {
+func (a *approxIndexer) removeLocked(k approxKey) {
 	delete(a.timers, k)
 	ev := kvblock.RouterEvent{WorkerID: k.w.ID, Event: kvblock.KVCacheEvent{DPRank: k.w.DPRank, Data: kvblock.Removed(k.hash)}}
 	_ = a.idx.Apply(context.Background(), ev) // a block removed with its parent's subtree is still in its lookup
@@ -210,7 +210,7 @@ func (a *ApproxIndexer) removeLocked(k approxKey) {
 
 // compactLocked rebuilds the queue from the live timers when stale
 // entries dominate it (more than 50 per live one, as the reference does).
-func (a *ApproxIndexer) compactLocked() {
+func (a *approxIndexer) compactLocked() {
 	if len(a.queue) <= 64 || len(a.queue) <= 50*len(a.timers) {
 		return
 	}

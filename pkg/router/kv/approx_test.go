@@ -30,7 +30,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func checkApprox(t *testing.T, a *ApproxIndexer, local []uint64, want OverlapScores) {
+func checkApprox(t *testing.T, a *approxIndexer, local []uint64, want overlapScores) {
 	t.Helper()
 	if diff := cmp.Diff(want, a.FindMatches(local)); diff != "" {
 		t.Errorf("FindMatches(%v) (-want +got):\n%s", local, diff)
@@ -38,7 +38,7 @@ func checkApprox(t *testing.T, a *ApproxIndexer, local []uint64, want OverlapSco
 }
 
 func TestApproxRecordRoutingStoresSeqHashes(t *testing.T) {
-	a := NewApproxIndexer(ApproxOptions{Clock: newFakeClock().Now})
+	a := newApproxIndexer(approxOptions{Clock: newFakeClock().Now})
 	local := []uint64{7, 8, 9}
 	a.RecordRouting(wA, local)
 	a.RecordRouting(wB, nil) // nothing to record
@@ -60,7 +60,7 @@ func TestApproxRecordRoutingStoresSeqHashes(t *testing.T) {
 
 func TestApproxTTLExpiry(t *testing.T) {
 	clk := newFakeClock()
-	a := NewApproxIndexer(ApproxOptions{TTL: 10 * time.Second, Clock: clk.Now})
+	a := newApproxIndexer(approxOptions{TTL: 10 * time.Second, Clock: clk.Now})
 	a.RecordRouting(wA, []uint64{1, 2, 3})
 	clk.Advance(5 * time.Second)
 	a.RecordRouting(wB, []uint64{1, 2})
@@ -91,7 +91,7 @@ func TestApproxTTLExpiry(t *testing.T) {
 
 func TestApproxRefreshOnReRouting(t *testing.T) {
 	clk := newFakeClock()
-	a := NewApproxIndexer(ApproxOptions{TTL: 120 * time.Second, Clock: clk.Now})
+	a := newApproxIndexer(approxOptions{TTL: 120 * time.Second, Clock: clk.Now})
 	a.RecordRouting(wA, []uint64{1, 2, 3})
 	clk.Advance(60 * time.Second)
 	a.RecordRouting(wA, []uint64{1, 2}) // refreshes the prefix only
@@ -106,7 +106,7 @@ func TestApproxRefreshOnReRouting(t *testing.T) {
 
 func TestApproxPruneOldestFirst(t *testing.T) {
 	clk := newFakeClock()
-	a := NewApproxIndexer(ApproxOptions{MaxTreeSize: 10, PruneTargetRatio: 0.5, Clock: clk.Now})
+	a := newApproxIndexer(approxOptions{MaxTreeSize: 10, PruneTargetRatio: 0.5, Clock: clk.Now})
 	a.RecordRouting(wA, []uint64{1, 2, 3, 4})
 	clk.Advance(time.Second)
 	a.RecordRouting(wB, []uint64{1, 2, 3, 4})
@@ -126,7 +126,7 @@ func TestApproxPruneOldestFirst(t *testing.T) {
 }
 
 func TestApproxPruneDeeperFirstOnTies(t *testing.T) {
-	a := NewApproxIndexer(ApproxOptions{MaxTreeSize: 5, PruneTargetRatio: 0.6, Clock: newFakeClock().Now})
+	a := newApproxIndexer(approxOptions{MaxTreeSize: 5, PruneTargetRatio: 0.6, Clock: newFakeClock().Now})
 	a.RecordRouting(wA, []uint64{1, 2, 3, 4})
 	a.RecordRouting(wB, []uint64{5, 6}) // same expiry; 6 > 5: prune to 3
 	if a.Size() != 3 {
@@ -139,7 +139,7 @@ func TestApproxPruneDeeperFirstOnTies(t *testing.T) {
 
 func TestApproxRemoveWorker(t *testing.T) {
 	clk := newFakeClock()
-	a := NewApproxIndexer(ApproxOptions{TTL: time.Second, Clock: clk.Now})
+	a := newApproxIndexer(approxOptions{TTL: time.Second, Clock: clk.Now})
 	a.RecordRouting(wA, []uint64{1, 2})
 	a.RecordRouting(wA1, []uint64{1, 2})
 	a.RecordRouting(wB, []uint64{1})
@@ -156,7 +156,7 @@ func TestApproxRemoveWorker(t *testing.T) {
 }
 
 func TestApproxQueueCompaction(t *testing.T) {
-	a := NewApproxIndexer(ApproxOptions{Clock: newFakeClock().Now})
+	a := newApproxIndexer(approxOptions{Clock: newFakeClock().Now})
 	for range 200 {
 		a.RecordRouting(wA, []uint64{1}) // one live timer, stale entries pile up
 	}
@@ -168,7 +168,7 @@ func TestApproxQueueCompaction(t *testing.T) {
 // TestApproxRun drives the expiry loop with a fake clock: no sleeping.
 func TestApproxRun(t *testing.T) {
 	clk := newFakeClock()
-	a := NewApproxIndexer(ApproxOptions{TTL: time.Minute, Clock: clk.Now})
+	a := newApproxIndexer(approxOptions{TTL: time.Minute, Clock: clk.Now})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -192,7 +192,7 @@ func TestApproxRun(t *testing.T) {
 
 // TestApproxRunRealClock checks that Run sleeps until the next expiry.
 func TestApproxRunRealClock(t *testing.T) {
-	a := NewApproxIndexer(ApproxOptions{TTL: 20 * time.Millisecond})
+	a := newApproxIndexer(approxOptions{TTL: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)

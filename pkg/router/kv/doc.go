@@ -18,11 +18,11 @@
 // # Routing one request
 //
 // The caller hashes the prompt into blocks (package kvblock), asks the
-// indexer which workers hold how much of them (Indexer.FindMatchesInto,
-// into a Matches the caller reuses, so that matching allocates nothing;
-// FindMatches returns the same as OverlapScores maps), asks Sequences for
-// the active load of every worker (Sequences.Loads), and hands all of it
-// to Scheduler.Select, which returns the chosen Worker (worker id and
+// indexer which workers hold how much of them (indexer.FindMatchesInto,
+// into a matches the caller reuses, so that matching allocates nothing;
+// FindMatches returns the same as overlapScores maps), asks sequences for
+// the active load of every worker (sequences.Loads), and hands all of it
+// to scheduler.Select, which returns the chosen Worker (worker id and
 // data-parallel rank), its overlap in blocks and the cost of every
 // candidate. The cost of a candidate is the reference system's E1 formula
 //
@@ -34,31 +34,31 @@
 // added. Lower is better. At temperature 0 the cheapest worker wins; above
 // 0 a worker is sampled from a softmax over the normalised costs.
 //
-// After the choice the caller registers the request with Sequences.Add,
-// calls Sequences.MarkPrefillCompleted at the first output token and
-// Sequences.Free when the stream ends or is dropped. Several router
-// replicas can share that bookkeeping through SequenceEvent values
-// (Sequences publishes them through a hook and applies peers' with
-// Sequences.Apply); the transport is the caller's.
+// After the choice the caller registers the request with sequences.Add,
+// calls sequences.MarkPrefillCompleted at the first output token and
+// sequences.Free when the stream ends or is dropped. Several router
+// replicas can share that bookkeeping through sequenceEvent values
+// (sequences publishes them through a hook and applies peers' with
+// sequences.Apply); the transport is the caller's.
 //
 // LoadMonitor ingests the workers' load metrics (kvblock.LoadEvent) and the
-// routers' ActiveLoad and tells the scheduler which workers are busy; busy
+// routers' activeLoad and tells the scheduler which workers are busy; busy
 // workers are skipped, and when every candidate is busy Select fails with
-// ErrAllWorkersBusy. RouterMetrics holds the router's Prometheus metrics.
+// errAllWorkersBusy. routerMetrics holds the router's Prometheus metrics.
 //
 // # Concurrency and lifecycle
 //
-// Router, its routing stage, Scheduler, Sequences, LoadMonitor and Metrics are safe for
-// concurrent use. Only Router.Run, ApproxIndexer.Run (which Router.Run
+// Router, its routing stage, scheduler, sequences, LoadMonitor and Metrics are safe for
+// concurrent use. Only Router.Run, approxIndexer.Run (which Router.Run
 // runs) and the event plane's subscription callbacks run goroutines of
-// their own; nothing starts one in a constructor. Hooks (SequencesDeps)
+// their own; nothing starts one in a constructor. Hooks (sequencesDeps)
 // run on the caller's goroutine.
 //
 // # Errors
 //
-// Select returns ErrNoWorkers when it has no candidate (Decide then
+// Select returns errNoWorkers when it has no candidate (Decide then
 // returns router.ErrNoInstances) and an error
-// matching both ErrAllWorkersBusy and runtime.ErrWorkerOverloaded when
-// every candidate is busy. Sequences.Add returns ErrDuplicateRequest for a
+// matching both errAllWorkersBusy and runtime.ErrWorkerOverloaded when
+// every candidate is busy. sequences.Add returns errDuplicateRequest for a
 // request id that is already active.
 package kv

@@ -17,7 +17,7 @@ import (
 // with Apply; it is not an atomic snapshot of a tree that is changing.
 // Blocks a worker caches below a block it does not cache (unreachable for
 // matching) are not dumped.
-func (x *Indexer) Dump() []kvblock.RouterEvent {
+func (x *indexer) Dump() []kvblock.RouterEvent {
 	type item struct {
 		n      *node
 		tok    uint64

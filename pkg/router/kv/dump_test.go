@@ -11,7 +11,7 @@ import (
 )
 
 func TestDumpFormat(t *testing.T) {
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	storeChain(t, x, wB, 11, 12)
 	storeChain(t, x, wA, 11)
 
@@ -24,7 +24,7 @@ func TestDumpFormat(t *testing.T) {
 	if diff := cmp.Diff(want, x.Dump()); diff != "" {
 		t.Errorf("Dump (-want +got):\n%s", diff)
 	}
-	if got := NewIndexer(IndexerOptions{}).Dump(); len(got) != 0 {
+	if got := newIndexer(indexerOptions{}).Dump(); len(got) != 0 {
 		t.Errorf("empty Dump = %v", got)
 	}
 }
@@ -40,20 +40,20 @@ func TestDumpReplay(t *testing.T) {
 		for seed := range uint64(3) {
 			t.Run(fmt.Sprintf("prefixClosed=%v/seed=%d", prefixClosed, seed), func(t *testing.T) {
 				g := newEventGen(200+seed, testWorkers(1, 6), prefixClosed)
-				x := NewIndexer(IndexerOptions{})
+				x := newIndexer(indexerOptions{})
 				for step := range 3000 {
 					g.step(t, x)
 					if step%500 != 499 {
 						continue
 					}
 					dump := x.Dump()
-					y := NewIndexer(IndexerOptions{})
+					y := newIndexer(indexerOptions{})
 					for i, ev := range dump {
 						if ev.Event.EventID != uint64(i) {
 							t.Fatalf("dump event %d has id %d", i, ev.Event.EventID)
 						}
 						err := y.Apply(context.Background(), ev)
-						if !prefixClosed && errors.Is(err, ErrParentBlockNotFound) {
+						if !prefixClosed && errors.Is(err, errParentBlockNotFound) {
 							continue // a worker caching a block but not its parent: unreachable anyway
 						}
 						if err != nil {

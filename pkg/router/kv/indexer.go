@@ -1,6 +1,6 @@
-// Indexer design notes (spec §3.1–3.4).
+// indexer design notes (spec §3.1–3.4).
 //
-// The Indexer is one radix tree shared by all workers plus, per
+// The indexer is one radix tree shared by all workers plus, per
 // (worker, dp rank), a lookup from the engine's block hash to the tree
 // node. It owns no goroutines: every call does its work on the caller's
 // goroutine, and Run only blocks until its context ends (it exists so the
@@ -29,7 +29,7 @@
 //     its worker set with the active set's; only when they differ (a
 //     worker stops matching) does it intersect the sorted sets. A level
 //     costs one map or inline-child lookup, one RLock/RUnlock and two word
-//     compares. Its scratch space and its result live in a Matches the
+//     compares. Its scratch space and its result live in a matches the
 //     caller owns and reuses: the result is an array indexed by dense
 //     worker index whose entries are stamped per query, so it needs no
 //     clearing and a query allocates nothing. FindMatches wraps it and
@@ -37,7 +37,7 @@
 //     scored each) costs several times the walk.
 //   - A small registry maps Worker to its state and dense index. It is
 //     copy-on-write: registering or removing a worker (rare) copies it
-//     under regMu and publishes the copy, so queries and Matches.Overlap
+//     under regMu and publishes the copy, so queries and matches.Overlap
 //     read it without a lock. Indexes are never reused, so a stale index
 //     can never be mistaken for a new worker. Sizes are atomics, so tree
 //     sizes need no lookup lock.
@@ -57,7 +57,7 @@
 // jobs, so ranges): 64-block stored events plus 48-block evictions at
 // 3-4.7 M block events/s on one goroutine and 4-8.6 M/s with GOMAXPROCS=2
 // goroutines. Matching a 64-block prompt (FindMatchesInto into a reused
-// Matches) takes 0.3 µs p50 over 100 workers and 5 µs over 1,000 (0.4
+// matches) takes 0.3 µs p50 over 100 workers and 5 µs over 1,000 (0.4
 // and 5.5 µs with events applied concurrently); FindMatches, which
 // returns maps, 4 and 31 µs (docs/benchmarks.md, issue 15).
 //
@@ -70,7 +70,7 @@
 // engine-produced event streams): nodes that lose their last worker are
 // unlinked from their parent instead of lingering (spec §3.1 allows it);
 // reusing a node from the worker's lookup is refused with
-// ErrInvalidBlockSequence when it is the current node or one of its
+// errInvalidBlockSequence when it is the current node or one of its
 // ancestors (the reference only catches the current node, and would build
 // a cycle otherwise), and a lookup node that is still linked elsewhere is
 // not linked a second time (a fresh node is made, so the tree stays a
@@ -103,8 +103,8 @@ type Worker struct {
 	DPRank uint32
 }
 
-// OverlapScores is the result of a prefix match (spec §3.2).
-type OverlapScores struct {
+// overlapScores is the result of a prefix match (spec §3.2).
+type overlapScores struct {
 	// Scores holds, for each worker that caches at least the request's
 	// first block, the number of leading blocks of the request it caches
 	// (a contiguous prefix).
@@ -114,27 +114,27 @@ type OverlapScores struct {
 	TreeSizes map[Worker]int
 }
 
-var _ Overlaps = OverlapScores{}
+var _ overlaps = overlapScores{}
 
 // Overlap returns w's entries in o.Scores and o.TreeSizes (0 if absent).
-func (o OverlapScores) Overlap(w Worker) (score uint32, treeSize int) {
+func (o overlapScores) Overlap(w Worker) (score uint32, treeSize int) {
 	return o.Scores[w], o.TreeSizes[w]
 }
 
-// IndexerOptions configures NewIndexer. The zero value is valid.
-type IndexerOptions struct {
+// indexerOptions configures newIndexer. The zero value is valid.
+type indexerOptions struct {
 	// Metrics receives the event counters and the size gauge; nil records
 	// nothing.
-	Metrics *IndexerMetrics
+	Metrics *indexerMetrics
 }
 
-// Indexer is the radix tree of spec §3.1 over all workers' cached blocks,
+// indexer is the radix tree of spec §3.1 over all workers' cached blocks,
 // fed by their KV events and queried with FindMatches. It is safe for
 // concurrent use: one worker's events are applied in the order Apply is
 // called for it; events of different workers and FindMatches proceed in
 // parallel (see the design notes at the top of indexer.go).
-type Indexer struct {
-	metrics *IndexerMetrics
+type indexer struct {
+	metrics *indexerMetrics
 	root    *node
 	total   atomic.Int64 // sum of all lookup sizes
 
@@ -143,7 +143,7 @@ type Indexer struct {
 }
 
 // registry is an immutable snapshot of the registered workers: writers
-// publish a modified copy (Indexer.regMu held), readers load it.
+// publish a modified copy (indexer.regMu held), readers load it.
 type registry struct {
 	byKey   map[Worker]*workerState
 	byIndex []*workerState // nil once removed; indexes are never reused
@@ -162,9 +162,9 @@ type workerState struct {
 	size    atomic.Int64 // len(lookup), readable without mu
 }
 
-// NewIndexer returns an empty indexer.
-func NewIndexer(opts IndexerOptions) *Indexer {
-	x := &Indexer{metrics: opts.Metrics, root: &node{}}
+// newIndexer returns an empty indexer.
+func newIndexer(opts indexerOptions) *indexer {
+	x := &indexer{metrics: opts.Metrics, root: &node{}}
 	x.reg.Store(&registry{byKey: map[Worker]*workerState{}})
 	return x
 }
@@ -172,7 +172,7 @@ func NewIndexer(opts IndexerOptions) *Indexer {
 // Run blocks until ctx ends and returns nil. The indexer owns no
 // goroutines (all work happens on the callers' goroutines); Run exists so
 // it composes with the other owners.
-func (x *Indexer) Run(ctx context.Context) error {
+func (x *indexer) Run(ctx context.Context) error {
 	<-ctx.Done()
 	return nil
 }
@@ -180,12 +180,12 @@ func (x *Indexer) Run(ctx context.Context) error {
 // Apply applies one worker event (spec §3.1) on the caller's goroutine and
 // returns once it is visible to FindMatches. The event's worker is
 // registered even when the event fails. It returns an error matching
-// ErrParentBlockNotFound (the stored event was skipped),
-// ErrInvalidBlockSequence (the blocks before the offending one were
-// applied), ErrBlockNotFound (the first missing hash of a removed event;
+// errParentBlockNotFound (the stored event was skipped),
+// errInvalidBlockSequence (the blocks before the offending one were
+// applied), errBlockNotFound (the first missing hash of a removed event;
 // the others were removed), an error wrapping kvblock.ErrBadEvent for an
 // event without data, or ctx's error if ctx has ended.
-func (x *Indexer) Apply(ctx context.Context, ev kvblock.RouterEvent) error {
+func (x *indexer) Apply(ctx context.Context, ev kvblock.RouterEvent) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -218,7 +218,7 @@ func (x *Indexer) Apply(ctx context.Context, ev kvblock.RouterEvent) error {
 
 // RemoveWorker forgets every dp rank of worker id: its blocks leave the
 // tree and it is no longer registered.
-func (x *Indexer) RemoveWorker(id uint64) {
+func (x *indexer) RemoveWorker(id uint64) {
 	var states []*workerState
 	for w, ws := range x.reg.Load().byKey {
 		if w.ID == id {
@@ -249,7 +249,7 @@ func (x *Indexer) RemoveWorker(id uint64) {
 
 // ClearWorker drops every block of w (one dp rank) and keeps w registered
 // with nothing cached, as a Cleared event does.
-func (x *Indexer) ClearWorker(w Worker) {
+func (x *indexer) ClearWorker(w Worker) {
 	ws := x.lockWorker(w)
 	before := ws.size.Load()
 	x.clear(ws)
@@ -259,7 +259,7 @@ func (x *Indexer) ClearWorker(w Worker) {
 }
 
 // Workers returns the registered workers sorted by id, then dp rank.
-func (x *Indexer) Workers() []Worker {
+func (x *indexer) Workers() []Worker {
 	byKey := x.reg.Load().byKey
 	out := make([]Worker, 0, len(byKey))
 	for w := range byKey {
@@ -271,11 +271,11 @@ func (x *Indexer) Workers() []Worker {
 
 // Size returns the number of cached blocks summed over all workers (the
 // sum of their lookup sizes).
-func (x *Indexer) Size() int { return int(x.total.Load()) }
+func (x *indexer) Size() int { return int(x.total.Load()) }
 
 // lockWorker returns w's state, registering it if needed, with its mutex
 // held.
-func (x *Indexer) lockWorker(w Worker) *workerState {
+func (x *indexer) lockWorker(w Worker) *workerState {
 	for {
 		ws := x.worker(w)
 		ws.mu.Lock()
@@ -287,7 +287,7 @@ func (x *Indexer) lockWorker(w Worker) *workerState {
 }
 
 // worker returns w's state, registering it if needed.
-func (x *Indexer) worker(w Worker) *workerState {
+func (x *indexer) worker(w Worker) *workerState {
 	if ws := x.reg.Load().byKey[w]; ws != nil {
 		return ws
 	}

@@ -71,12 +71,12 @@ func (p benchPrompt) evict(w Worker) kvblock.RouterEvent {
 // stored benchHeld turns before. It prebuilds the events so the benchmark
 // measures Apply only.
 type benchChurn struct {
-	x      *Indexer
+	x      *indexer
 	events []kvblock.RouterEvent // store, evict, store, evict...
 	next   int
 }
 
-func newBenchChurn(x *Indexer, pool []benchPrompt, workers []Worker) *benchChurn {
+func newBenchChurn(x *indexer, pool []benchPrompt, workers []Worker) *benchChurn {
 	// Worker wi's turn j stores prompt j mod 2H of its own 2H prompts
 	// and evicts prompt j-H, so after a warm-up of H stores the 2H turns
 	// j = H..3H-1 bring every worker back to the state they started in:
@@ -117,7 +117,7 @@ func BenchmarkApplyStored(b *testing.B) {
 	pool := benchPool()
 	for _, nw := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("workers=%d", nw), func(b *testing.B) {
-			x := NewIndexer(IndexerOptions{})
+			x := newIndexer(indexerOptions{})
 			c := newBenchChurn(x, pool, testWorkerRange(0, nw))
 			blocks := 0
 			b.ResetTimer()
@@ -127,7 +127,7 @@ func BenchmarkApplyStored(b *testing.B) {
 			b.ReportMetric(float64(blocks)/b.Elapsed().Seconds(), "block-events/s")
 		})
 		b.Run(fmt.Sprintf("workers=%d/parallel", nw), func(b *testing.B) {
-			x := NewIndexer(IndexerOptions{})
+			x := newIndexer(indexerOptions{})
 			procs := runtime.GOMAXPROCS(0)
 			churns := make([]*benchChurn, procs)
 			for g := range churns {
@@ -154,9 +154,9 @@ func BenchmarkApplyStored(b *testing.B) {
 // workers and each prompt by a few), and each query is a random pool
 // prompt, a third of them with the tail replaced by unknown blocks from
 // a random point. It reports the p50 and p99 of the per-query latency.
-// Queries go through FindMatchesInto with one reused Matches, as the
+// Queries go through FindMatchesInto with one reused matches, as the
 // router does; the maps variant calls FindMatches, which builds the
-// OverlapScores maps. The under-load variant applies ApplyStored's churn
+// overlapScores maps. The under-load variant applies ApplyStored's churn
 // from another goroutine at the same time.
 //
 //	go test -run '^$' -bench FindMatches -benchmem -benchtime 2s ./pkg/router/kv/
@@ -166,7 +166,7 @@ func BenchmarkFindMatches(b *testing.B) {
 		for _, v := range []string{"", "/under-load", "/maps"} {
 			load, maps := v == "/under-load", v == "/maps"
 			b.Run(fmt.Sprintf("workers=%d%s", nw, v), func(b *testing.B) {
-				x := NewIndexer(IndexerOptions{})
+				x := newIndexer(indexerOptions{})
 				rng := rand.New(rand.NewPCG(3, 4))
 				for _, w := range testWorkerRange(0, nw) {
 					for range 32 {
@@ -202,7 +202,7 @@ func BenchmarkFindMatches(b *testing.B) {
 					close(stopped)
 				}
 				lat := make([]time.Duration, 0, 1<<16)
-				var m Matches
+				var m matches
 				i := 0
 				b.ResetTimer()
 				for b.Loop() {

@@ -26,7 +26,7 @@ func TestIndexerConcurrent(t *testing.T) {
 
 func testIndexerConcurrent(t *testing.T, prefixClosed bool) {
 	const writers, steps = 4, 1500
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	gens := make([]*eventGen, writers)
 	for i := range gens {
 		// Disjoint workers per goroutine (so each worker's events stay in
@@ -47,7 +47,7 @@ func testIndexerConcurrent(t *testing.T, prefixClosed bool) {
 	for r := range 2 {
 		readers.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(r), 99))
-			var m Matches // reused, as the router does
+			var m matches // reused, as the router does
 			for n := 0; ; n++ {
 				select {
 				case <-done:
@@ -126,7 +126,7 @@ func testIndexerConcurrent(t *testing.T, prefixClosed bool) {
 // while other workers join them; at the end every worker holds the chain.
 func TestIndexerConcurrentChurnSamePrefix(t *testing.T) {
 	const workers, rounds = 4, 2000
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	chain := []uint64{1, 2, 3, 4}
 	seq := kvblock.SeqHashes(chain)
 	var wg sync.WaitGroup
@@ -149,7 +149,7 @@ func TestIndexerConcurrentChurnSamePrefix(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	want := OverlapScores{Scores: map[Worker]uint32{}, TreeSizes: map[Worker]int{}}
+	want := overlapScores{Scores: map[Worker]uint32{}, TreeSizes: map[Worker]int{}}
 	for i := range workers {
 		want.Scores[Worker{ID: uint64(i + 1)}] = 4
 		want.TreeSizes[Worker{ID: uint64(i + 1)}] = 4

@@ -45,12 +45,12 @@ func clearedEv(w Worker) kvblock.RouterEvent {
 }
 
 // storeChain stores a prompt's blocks from the root for w.
-func storeChain(t testing.TB, x *Indexer, w Worker, local ...uint64) {
+func storeChain(t testing.TB, x *indexer, w Worker, local ...uint64) {
 	t.Helper()
 	mustApply(t, x, storedEv(w, nil, chainBlocks(0, false, local...)...))
 }
 
-func mustApply(t testing.TB, x *Indexer, ev kvblock.RouterEvent) {
+func mustApply(t testing.TB, x *indexer, ev kvblock.RouterEvent) {
 	t.Helper()
 	if err := x.Apply(context.Background(), ev); err != nil {
 		t.Fatalf("Apply(%+v): %v", ev, err)
@@ -59,9 +59,9 @@ func mustApply(t testing.TB, x *Indexer, ev kvblock.RouterEvent) {
 
 func ptr[T any](v T) *T { return &v }
 
-// scores builds an OverlapScores from worker → (score, tree size) pairs.
-func scores(m map[Worker][2]int) OverlapScores {
-	o := OverlapScores{Scores: map[Worker]uint32{}, TreeSizes: map[Worker]int{}}
+// scores builds an overlapScores from worker → (score, tree size) pairs.
+func scores(m map[Worker][2]int) overlapScores {
+	o := overlapScores{Scores: map[Worker]uint32{}, TreeSizes: map[Worker]int{}}
 	for w, v := range m {
 		o.Scores[w] = uint32(v[0])
 		o.TreeSizes[w] = v[1]
@@ -69,7 +69,7 @@ func scores(m map[Worker][2]int) OverlapScores {
 	return o
 }
 
-func checkMatches(t testing.TB, x *Indexer, local []uint64, want OverlapScores) {
+func checkMatches(t testing.TB, x *indexer, local []uint64, want overlapScores) {
 	t.Helper()
 	if diff := cmp.Diff(want, x.FindMatches(local)); diff != "" {
 		t.Errorf("FindMatches(%v) (-want +got):\n%s", local, diff)

@@ -16,28 +16,28 @@ const (
 	statusInvalidBlock        = "invalid_block"
 )
 
-// IndexerMetrics are the indexer's Prometheus metrics (Indexer and
-// ApproxIndexer). A nil *IndexerMetrics is valid and records nothing. Safe
+// indexerMetrics are the indexer's Prometheus metrics (indexer and
+// approxIndexer). A nil *indexerMetrics is valid and records nothing. Safe
 // for concurrent use.
-type IndexerMetrics struct {
+type indexerMetrics struct {
 	// counters[kind][status], resolved once so Apply does no label lookups.
 	counters map[string]map[string]prometheus.Counter
 	size     prometheus.Gauge
 }
 
-// NewIndexerMetrics builds the indexer metrics and registers them on reg.
+// newIndexerMetrics builds the indexer metrics and registers them on reg.
 // prefix starts the names ("" means "dynamo"):
 //
 //	{prefix}_kv_cache_events_applied  counter, labels event_type (stored, removed, cleared)
 //	                                  and status (ok, parent_block_not_found, block_not_found, invalid_block)
-//	{prefix}_kv_indexer_blocks        gauge, blocks cached over all workers (Indexer.Size)
+//	{prefix}_kv_indexer_blocks        gauge, blocks cached over all workers (indexer.Size)
 //
-// Several indexers (one per model, say) may share one IndexerMetrics: the
+// Several indexers (one per model, say) may share one indexerMetrics: the
 // counters and the gauge then sum over them.
 //
 // It fails if reg is nil or registration fails (for example because the
 // names are taken).
-func NewIndexerMetrics(reg prometheus.Registerer, prefix string) (*IndexerMetrics, error) {
+func newIndexerMetrics(reg prometheus.Registerer, prefix string) (*indexerMetrics, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("kv: NewIndexerMetrics: nil prometheus.Registerer")
 	}
@@ -57,7 +57,7 @@ func NewIndexerMetrics(reg prometheus.Registerer, prefix string) (*IndexerMetric
 			return nil, fmt.Errorf("kv: indexer metrics: %w", err)
 		}
 	}
-	m := &IndexerMetrics{counters: map[string]map[string]prometheus.Counter{}, size: size}
+	m := &indexerMetrics{counters: map[string]map[string]prometheus.Counter{}, size: size}
 	for _, kind := range []string{kvblock.KindStored, kvblock.KindRemoved, kvblock.KindCleared} {
 		m.counters[kind] = map[string]prometheus.Counter{}
 		for _, st := range []string{statusOK, statusParentBlockNotFound, statusBlockNotFound, statusInvalidBlock} {
@@ -68,18 +68,18 @@ func NewIndexerMetrics(reg prometheus.Registerer, prefix string) (*IndexerMetric
 }
 
 // applied counts one applied event of kind with outcome err.
-func (m *IndexerMetrics) applied(kind string, err error) {
+func (m *indexerMetrics) applied(kind string, err error) {
 	if m == nil {
 		return
 	}
 	st := statusOK
 	switch {
 	case err == nil:
-	case errors.Is(err, ErrParentBlockNotFound):
+	case errors.Is(err, errParentBlockNotFound):
 		st = statusParentBlockNotFound
-	case errors.Is(err, ErrBlockNotFound):
+	case errors.Is(err, errBlockNotFound):
 		st = statusBlockNotFound
-	case errors.Is(err, ErrInvalidBlockSequence):
+	case errors.Is(err, errInvalidBlockSequence):
 		st = statusInvalidBlock
 	default:
 		return
@@ -88,7 +88,7 @@ func (m *IndexerMetrics) applied(kind string, err error) {
 }
 
 // addSize moves the size gauge by delta blocks.
-func (m *IndexerMetrics) addSize(delta int64) {
+func (m *indexerMetrics) addSize(delta int64) {
 	if m == nil || delta == 0 {
 		return
 	}

@@ -11,11 +11,11 @@ import (
 
 func TestIndexerMetrics(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	m, err := NewIndexerMetrics(reg, "test")
+	m, err := newIndexerMetrics(reg, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := NewIndexer(IndexerOptions{Metrics: m})
+	x := newIndexer(indexerOptions{Metrics: m})
 	ctx := context.Background()
 	storeChain(t, x, wA, 1, 2, 3)
 	storeChain(t, x, wB, 1)
@@ -62,7 +62,7 @@ func TestIndexerMetrics(t *testing.T) {
 	}
 
 	// A second indexer sharing the metrics adds to the same gauge.
-	y := NewIndexer(IndexerOptions{Metrics: m})
+	y := newIndexer(indexerOptions{Metrics: m})
 	storeChain(t, y, wA, 1, 2, 3)
 	y.RemoveWorker(wA.ID)
 	storeChain(t, y, wA, 1)
@@ -70,13 +70,13 @@ func TestIndexerMetrics(t *testing.T) {
 		t.Errorf("shared size gauge = %v, want %d + %d = 3", got, x.Size(), y.Size())
 	}
 
-	if _, err := NewIndexerMetrics(reg, "test"); err == nil {
+	if _, err := newIndexerMetrics(reg, "test"); err == nil {
 		t.Error("registering the same names twice succeeded")
 	}
-	if _, err := NewIndexerMetrics(nil, ""); err == nil {
+	if _, err := newIndexerMetrics(nil, ""); err == nil {
 		t.Error("nil registerer accepted")
 	}
-	var nilMetrics *IndexerMetrics
+	var nilMetrics *indexerMetrics
 	nilMetrics.applied("stored", nil)
 	nilMetrics.addSize(1)
 }

@@ -45,7 +45,7 @@ func (m *refModel) register(w Worker) map[uint64]bool {
 func (m *refModel) store(w Worker, parent *uint64, blocks []kvblock.StoredBlock) error {
 	h := m.register(w)
 	if parent != nil && !h[*parent] {
-		return ErrParentBlockNotFound
+		return errParentBlockNotFound
 	}
 	prev, root, depth := uint64(0), true, 0
 	if parent != nil {
@@ -66,7 +66,7 @@ func (m *refModel) remove(w Worker, hashes []uint64) error {
 	for _, x := range hashes {
 		if !h[x] {
 			if err == nil {
-				err = ErrBlockNotFound
+				err = errBlockNotFound
 			}
 			continue
 		}
@@ -114,8 +114,8 @@ func (m *refModel) path(b uint64) []uint64 {
 	return out
 }
 
-func (m *refModel) matches(local []uint64) OverlapScores {
-	o := OverlapScores{Scores: map[Worker]uint32{}, TreeSizes: map[Worker]int{}}
+func (m *refModel) matches(local []uint64) overlapScores {
+	o := overlapScores{Scores: map[Worker]uint32{}, TreeSizes: map[Worker]int{}}
 	seq := kvblock.SeqHashes(local)
 	for w, h := range m.held {
 		n := 0
@@ -175,7 +175,7 @@ func newEventGen(seed uint64, workers []Worker, prefixClosed bool) *eventGen {
 	}
 }
 
-// indexerOps is what the generator drives: an Indexer, possibly wrapped.
+// indexerOps is what the generator drives: an indexer, possibly wrapped.
 type indexerOps interface {
 	Apply(ctx context.Context, ev kvblock.RouterEvent) error
 	ClearWorker(w Worker)

@@ -17,7 +17,7 @@ func TestIndexerMatchesReferenceModel(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			g := newEventGen(seed, testWorkers(1, 8), true)
-			x := NewIndexer(IndexerOptions{})
+			x := newIndexer(indexerOptions{})
 			for step := range 4000 {
 				g.step(t, x)
 				for range 2 {
@@ -46,7 +46,7 @@ func TestIndexerArbitraryRemovals(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			g := newEventGen(100+seed, testWorkers(1, 8), false)
-			x := NewIndexer(IndexerOptions{})
+			x := newIndexer(indexerOptions{})
 			for step := range 4000 {
 				g.step(t, x)
 				q := g.query()
@@ -74,6 +74,6 @@ func TestIndexerArbitraryRemovals(t *testing.T) {
 }
 
 // sameScores is a cheap equality check (cmp.Diff explains a mismatch).
-func sameScores(a, b OverlapScores) bool {
+func sameScores(a, b overlapScores) bool {
 	return maps.Equal(a.Scores, b.Scores) && maps.Equal(a.TreeSizes, b.TreeSizes)
 }

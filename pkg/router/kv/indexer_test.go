@@ -19,7 +19,7 @@ var (
 )
 
 func TestIndexerStoredFromRoot(t *testing.T) {
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	storeChain(t, x, wA, 11, 12, 13)
 
 	checkMatches(t, x, []uint64{11, 12, 13}, scores(map[Worker][2]int{wA: {3, 3}}))
@@ -37,7 +37,7 @@ func TestIndexerStoredFromRoot(t *testing.T) {
 }
 
 func TestIndexerStoredFromParent(t *testing.T) {
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	storeChain(t, x, wA, 11, 12)
 	mustApply(t, x, storedEv(wA, ptr(seqOf(11, 12)), chainBlocks(seqOf(11, 12), true, 13, 14)...))
 
@@ -45,10 +45,10 @@ func TestIndexerStoredFromParent(t *testing.T) {
 }
 
 func TestIndexerStoredParentMissing(t *testing.T) {
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	storeChain(t, x, wA, 11)
 	err := x.Apply(context.Background(), storedEv(wB, ptr(seqOf(11)), chainBlocks(seqOf(11), true, 12)...))
-	if !errors.Is(err, ErrParentBlockNotFound) {
+	if !errors.Is(err, errParentBlockNotFound) {
 		t.Fatalf("err = %v, want ErrParentBlockNotFound", err)
 	}
 	// The event was skipped, but the worker is registered (as the
@@ -63,7 +63,7 @@ func TestIndexerStoredParentMissing(t *testing.T) {
 }
 
 func TestIndexerStoredReusesNodes(t *testing.T) {
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	storeChain(t, x, wA, 11, 12, 13)
 	storeChain(t, x, wB, 11, 12, 14)
 	storeChain(t, x, wA, 11, 12, 13) // again: nothing changes
@@ -88,13 +88,13 @@ func TestIndexerStoredReusesNodes(t *testing.T) {
 }
 
 func TestIndexerStoredSelfReference(t *testing.T) {
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	storeChain(t, x, wA, 11, 12)
 	h12 := seqOf(11, 12)
 
 	// The parent block appears among the blocks.
 	err := x.Apply(context.Background(), storedEv(wA, &h12, kvblock.StoredBlock{BlockHash: h12, TokensHash: 77}))
-	if !errors.Is(err, ErrInvalidBlockSequence) {
+	if !errors.Is(err, errInvalidBlockSequence) {
 		t.Fatalf("err = %v, want ErrInvalidBlockSequence", err)
 	}
 	checkMatches(t, x, []uint64{11, 12, 77}, scores(map[Worker][2]int{wA: {2, 2}}))
@@ -106,7 +106,7 @@ func TestIndexerStoredSelfReference(t *testing.T) {
 		kvblock.StoredBlock{BlockHash: 502, TokensHash: 2},
 		kvblock.StoredBlock{BlockHash: 501, TokensHash: 3},
 	))
-	if !errors.Is(err, ErrInvalidBlockSequence) {
+	if !errors.Is(err, errInvalidBlockSequence) {
 		t.Fatalf("err = %v, want ErrInvalidBlockSequence", err)
 	}
 	checkMatches(t, x, []uint64{1, 2, 3}, scores(map[Worker][2]int{wB: {2, 2}}))
@@ -116,10 +116,10 @@ func TestIndexerStoredSelfReference(t *testing.T) {
 }
 
 func TestIndexerRemovedContinuesPastMissing(t *testing.T) {
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	storeChain(t, x, wA, 11, 12, 13)
 	err := x.Apply(context.Background(), removedEv(wA, seqOf(11, 12, 13), 999, 998, seqOf(11, 12)))
-	if !errors.Is(err, ErrBlockNotFound) {
+	if !errors.Is(err, errBlockNotFound) {
 		t.Fatalf("err = %v, want ErrBlockNotFound", err)
 	}
 	if want := "999"; !strings.Contains(err.Error(), want) {
@@ -131,7 +131,7 @@ func TestIndexerRemovedContinuesPastMissing(t *testing.T) {
 	}
 
 	// Removing for a worker never seen registers it and fails.
-	if err := x.Apply(context.Background(), removedEv(wC, 5)); !errors.Is(err, ErrBlockNotFound) {
+	if err := x.Apply(context.Background(), removedEv(wC, 5)); !errors.Is(err, errBlockNotFound) {
 		t.Errorf("err = %v, want ErrBlockNotFound", err)
 	}
 	if diff := cmp.Diff([]Worker{wA, wC}, x.Workers()); diff != "" {
@@ -140,7 +140,7 @@ func TestIndexerRemovedContinuesPastMissing(t *testing.T) {
 }
 
 func TestIndexerRemovedEmptiedNodeDropsSubtree(t *testing.T) {
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	storeChain(t, x, wA, 11, 12, 13)
 	storeChain(t, x, wB, 21)
 
@@ -169,7 +169,7 @@ func TestIndexerRemovedEmptiedNodeDropsSubtree(t *testing.T) {
 }
 
 func TestIndexerRemovedSharedNodeKeepsSubtree(t *testing.T) {
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	storeChain(t, x, wA, 11, 12, 13)
 	storeChain(t, x, wB, 11, 12)
 
@@ -183,7 +183,7 @@ func TestIndexerRemovedSharedNodeKeepsSubtree(t *testing.T) {
 
 func TestIndexerClearedKeepsWorker(t *testing.T) {
 	for _, viaEvent := range []bool{true, false} {
-		x := NewIndexer(IndexerOptions{})
+		x := newIndexer(indexerOptions{})
 		storeChain(t, x, wA, 11, 12)
 		storeChain(t, x, wA1, 11, 12)
 		storeChain(t, x, wB, 11)
@@ -206,7 +206,7 @@ func TestIndexerClearedKeepsWorker(t *testing.T) {
 }
 
 func TestIndexerRemoveWorker(t *testing.T) {
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	storeChain(t, x, wA, 11, 12)
 	storeChain(t, x, wA1, 11, 13)
 	storeChain(t, x, wB, 11, 12)
@@ -231,7 +231,7 @@ func TestIndexerRemoveWorker(t *testing.T) {
 }
 
 func TestIndexerFindMatchesScoresPerWorker(t *testing.T) {
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	storeChain(t, x, wA, 1, 2, 3, 4, 5)
 	storeChain(t, x, wB, 1, 2, 3)
 	storeChain(t, x, wB, 7)
@@ -253,8 +253,8 @@ func TestIndexerSpecExample(t *testing.T) {
 		`{"worker_id": 7587886413599009306, "event": {"event_id": 43, "dp_rank": 0, "data": {"removed": {"block_hashes": [99123]}}}}`,
 		`{"worker_id": 7587886413599009306, "event": {"event_id": 44, "dp_rank": 0, "data": "cleared"}}`,
 	}
-	wantErr := []error{ErrParentBlockNotFound, ErrBlockNotFound, nil}
-	x := NewIndexer(IndexerOptions{})
+	wantErr := []error{errParentBlockNotFound, errBlockNotFound, nil}
+	x := newIndexer(indexerOptions{})
 	for i, l := range lines {
 		var ev kvblock.RouterEvent
 		if err := json.Unmarshal([]byte(l), &ev); err != nil {
@@ -276,7 +276,7 @@ func TestIndexerSpecExample(t *testing.T) {
 }
 
 func TestIndexerApplyRejects(t *testing.T) {
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	if err := x.Apply(context.Background(), kvblock.RouterEvent{WorkerID: 1}); !errors.Is(err, kvblock.ErrBadEvent) {
 		t.Errorf("empty data: err = %v, want kvblock.ErrBadEvent", err)
 	}
@@ -291,7 +291,7 @@ func TestIndexerApplyRejects(t *testing.T) {
 }
 
 func TestIndexerRunBlocksUntilDone(t *testing.T) {
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- x.Run(ctx) }()
@@ -305,7 +305,7 @@ func TestIndexerRunBlocksUntilDone(t *testing.T) {
 // hash: the second worker joins the node made by the first (the
 // reference warns and does the same) under its own hash.
 func TestIndexerMismatchedBlockHash(t *testing.T) {
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	mustApply(t, x, storedEv(wA, nil, blockAt(500, 1)))
 	mustApply(t, x, storedEv(wB, nil, blockAt(600, 1)))
 	mustApply(t, x, storedEv(wB, nil, blockAt(600, 1))) // again
@@ -324,7 +324,7 @@ func TestIndexerMismatchedBlockHash(t *testing.T) {
 	}
 	mustApply(t, x, removedEv(wB, 601, 600))
 	checkMatches(t, x, []uint64{1, 2}, scores(map[Worker][2]int{wA: {1, 1}}))
-	if err := x.Apply(context.Background(), removedEv(wB, 600)); !errors.Is(err, ErrBlockNotFound) {
+	if err := x.Apply(context.Background(), removedEv(wB, 600)); !errors.Is(err, errBlockNotFound) {
 		t.Errorf("second removal: err = %v, want ErrBlockNotFound", err)
 	}
 	// wB's entry for 500 survives (membership is not counted per hash,

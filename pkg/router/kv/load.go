@@ -144,7 +144,7 @@ func (m *LoadMonitor) ObserveLoadEvent(ev kvblock.LoadEvent) {
 }
 
 // ObserveActiveLoad records the non-nil fields of l.
-func (m *LoadMonitor) ObserveActiveLoad(l ActiveLoad) {
+func (m *LoadMonitor) ObserveActiveLoad(l activeLoad) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.rank(l.WorkerID, l.DPRank)
@@ -185,14 +185,14 @@ func (m *LoadMonitor) Busy(workerID uint64) bool {
 	return true
 }
 
-// PublishedLoadTTL is how long a rank's published request counts are
+// publishedLoadTTL is how long a rank's published request counts are
 // trusted: a worker publishes its load when it changes, and the load of a
 // full worker changes with every forward pass, so counts older than this
 // are those of a worker that went quiet (or whose last update was lost).
-const PublishedLoadTTL = 5 * time.Second
+const publishedLoadTTL = 5 * time.Second
 
 // Full reports whether every rank of the worker said, in its latest load
-// event (within PublishedLoadTTL), that it holds at least maxNumSeqs
+// event (within publishedLoadTTL), that it holds at least maxNumSeqs
 // requests, running and waiting: full by its own count, which includes
 // the requests of other frontends. A rank without a recent event is not
 // full; maxNumSeqs 0 (unknown) is never reached. A nil monitor reports
@@ -214,7 +214,7 @@ func (m *LoadMonitor) Full(workerID uint64, maxNumSeqs uint64) bool {
 	}
 	for _, r := range ranks {
 		lr := w.ranks[r]
-		if lr == nil || !lr.hasKV || now.Sub(lr.at) > PublishedLoadTTL || lr.ws.RequestActiveSlots+lr.ws.NumRequestsWaiting < maxNumSeqs {
+		if lr == nil || !lr.hasKV || now.Sub(lr.at) > publishedLoadTTL || lr.ws.RequestActiveSlots+lr.ws.NumRequestsWaiting < maxNumSeqs {
 			return false
 		}
 	}
@@ -276,7 +276,7 @@ func (m *LoadMonitor) ranksOf(workerID uint64, w *loadWorker) []uint32 {
 		return slices.Collect(maps.Keys(w.ranks))
 	}
 	var ranks []uint32
-	for _, c := range DPRanks(workerID, w.capacity) {
+	for _, c := range dpRanks(workerID, w.capacity) {
 		ranks = append(ranks, c.DPRank)
 	}
 	return ranks

@@ -1,11 +1,11 @@
 package kv
 
-// ActiveLoad is the load of one (worker, dp rank) as published on the
-// kv_metrics subject (the reference system's ActiveLoad): routers publish
-// their tracked decode blocks and prefill tokens (Sequences does, through
-// SequencesDeps.OnLoad); workers may publish their own block usage. Nil
+// activeLoad is the load of one (worker, dp rank) as published on the
+// kv_metrics subject (the reference system's activeLoad): routers publish
+// their tracked decode blocks and prefill tokens (sequences does, through
+// sequencesDeps.OnLoad); workers may publish their own block usage. Nil
 // fields are unknown and written as null.
-type ActiveLoad struct {
+type activeLoad struct {
 	// WorkerID is the worker's instance id.
 	WorkerID uint64 `json:"worker_id"`
 	// DPRank is the data-parallel rank (0 when absent).

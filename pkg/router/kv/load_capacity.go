@@ -18,9 +18,9 @@ type WorkerCapacity struct {
 	DataParallelStartRank uint32
 }
 
-// DPRanks expands a worker into its (worker, dp rank) candidates:
+// dpRanks expands a worker into its (worker, dp rank) candidates:
 // ranks start .. start+size−1.
-func DPRanks(workerID uint64, c WorkerCapacity) []Worker {
+func dpRanks(workerID uint64, c WorkerCapacity) []Worker {
 	n := max(c.DataParallelSize, 1)
 	out := make([]Worker, n)
 	for i := range n {

@@ -38,7 +38,7 @@ func TestLoadMonitorThresholds(t *testing.T) {
 		{name: "no thresholds: never busy", thr: BusyThresholds{},
 			feed: func(m *LoadMonitor) {
 				m.ObserveLoadEvent(loadEvent(1, nil, 100, 100))
-				m.ObserveActiveLoad(ActiveLoad{WorkerID: 1, ActivePrefillTokens: new(uint64(1 << 40))})
+				m.ObserveActiveLoad(activeLoad{WorkerID: 1, ActivePrefillTokens: new(uint64(1 << 40))})
 			}},
 		{name: "decode blocks over the fraction", thr: BusyThresholds{ActiveDecodeBlocks: new(0.5)},
 			feed: func(m *LoadMonitor) { m.ObserveLoadEvent(loadEvent(1, nil, 51, 100)) }, busy: true},
@@ -47,17 +47,17 @@ func TestLoadMonitorThresholds(t *testing.T) {
 		{name: "router-tracked decode blocks over capacity's total", thr: BusyThresholds{ActiveDecodeBlocks: new(0.8)},
 			capacity: &WorkerCapacity{TotalKVBlocks: 100},
 			feed: func(m *LoadMonitor) {
-				m.ObserveActiveLoad(ActiveLoad{WorkerID: 1, ActiveDecodeBlocks: new(uint64(81))})
+				m.ObserveActiveLoad(activeLoad{WorkerID: 1, ActiveDecodeBlocks: new(uint64(81))})
 			}, busy: true},
 		{name: "worker-reported used blocks", thr: BusyThresholds{ActiveDecodeBlocks: new(0.8)},
 			capacity: &WorkerCapacity{TotalKVBlocks: 10},
 			feed: func(m *LoadMonitor) {
-				m.ObserveActiveLoad(ActiveLoad{WorkerID: 1, KVUsedBlocks: new(uint64(9))})
+				m.ObserveActiveLoad(activeLoad{WorkerID: 1, KVUsedBlocks: new(uint64(9))})
 			}, busy: true},
 		{name: "either decode signal suffices", thr: BusyThresholds{ActiveDecodeBlocks: new(0.5)},
 			feed: func(m *LoadMonitor) {
 				m.ObserveLoadEvent(loadEvent(1, nil, 10, 100))
-				m.ObserveActiveLoad(ActiveLoad{WorkerID: 1, ActiveDecodeBlocks: new(uint64(60))})
+				m.ObserveActiveLoad(activeLoad{WorkerID: 1, ActiveDecodeBlocks: new(uint64(60))})
 			}, busy: true},
 		{name: "total unknown: cache usage fraction", thr: BusyThresholds{ActiveDecodeBlocks: new(0.5)},
 			feed: func(m *LoadMonitor) {
@@ -67,24 +67,24 @@ func TestLoadMonitorThresholds(t *testing.T) {
 			}, busy: true},
 		{name: "prefill tokens over the absolute threshold", thr: BusyThresholds{ActivePrefillTokens: new(uint64(1000))},
 			feed: func(m *LoadMonitor) {
-				m.ObserveActiveLoad(ActiveLoad{WorkerID: 1, ActivePrefillTokens: new(uint64(1001))})
+				m.ObserveActiveLoad(activeLoad{WorkerID: 1, ActivePrefillTokens: new(uint64(1001))})
 			}, busy: true},
 		{name: "prefill tokens at the absolute threshold", thr: BusyThresholds{ActivePrefillTokens: new(uint64(1000))},
 			feed: func(m *LoadMonitor) {
-				m.ObserveActiveLoad(ActiveLoad{WorkerID: 1, ActivePrefillTokens: new(uint64(1000))})
+				m.ObserveActiveLoad(activeLoad{WorkerID: 1, ActivePrefillTokens: new(uint64(1000))})
 			}},
 		{name: "prefill over a fraction of max_num_batched_tokens", thr: BusyThresholds{ActivePrefillTokensFrac: new(0.5)},
 			capacity: &WorkerCapacity{MaxNumBatchedTokens: 2048},
 			feed: func(m *LoadMonitor) {
-				m.ObserveActiveLoad(ActiveLoad{WorkerID: 1, ActivePrefillTokens: new(uint64(1025))})
+				m.ObserveActiveLoad(activeLoad{WorkerID: 1, ActivePrefillTokens: new(uint64(1025))})
 			}, busy: true},
 		{name: "unknown max_num_batched_tokens is 10M", thr: BusyThresholds{ActivePrefillTokensFrac: new(0.5)},
 			feed: func(m *LoadMonitor) {
-				m.ObserveActiveLoad(ActiveLoad{WorkerID: 1, ActivePrefillTokens: new(uint64(5_000_000))})
+				m.ObserveActiveLoad(activeLoad{WorkerID: 1, ActivePrefillTokens: new(uint64(5_000_000))})
 			}},
 		{name: "unknown max_num_batched_tokens is 10M, over", thr: BusyThresholds{ActivePrefillTokensFrac: new(0.5)},
 			feed: func(m *LoadMonitor) {
-				m.ObserveActiveLoad(ActiveLoad{WorkerID: 1, ActivePrefillTokens: new(uint64(5_000_001))})
+				m.ObserveActiveLoad(activeLoad{WorkerID: 1, ActivePrefillTokens: new(uint64(5_000_001))})
 			}, busy: true},
 		{name: "no data", thr: BusyThresholds{ActiveDecodeBlocks: new(0.0)}, feed: func(*LoadMonitor) {}},
 	}
@@ -172,35 +172,35 @@ func TestLoadMonitorUpdateThresholds(t *testing.T) {
 // the request is rejected as overloaded.
 func TestSchedulerWithLoadMonitor(t *testing.T) {
 	m := newTestMonitor(t, BusyThresholds{ActivePrefillTokens: new(uint64(100))})
-	s := newTestScheduler(t, DefaultSchedulerConfig(16), m)
+	s := newTestScheduler(t, defaultSchedulerConfig(16), m)
 	w1, w2 := Worker{ID: 1}, Worker{ID: 2}
 	// Worker 1 has the better cost but is busy.
-	req := ScheduleRequest{
+	req := scheduleRequest{
 		Candidates: []Worker{w1, w2}, ISL: 64,
-		Overlaps: OverlapScores{Scores: map[Worker]uint32{w1: 4}},
-		Loads:    map[Worker]WorkerLoad{w1: {}, w2: {}},
+		Overlaps: overlapScores{Scores: map[Worker]uint32{w1: 4}},
+		Loads:    map[Worker]workerLoad{w1: {}, w2: {}},
 	}
-	m.ObserveActiveLoad(ActiveLoad{WorkerID: 1, ActivePrefillTokens: new(uint64(101))})
+	m.ObserveActiveLoad(activeLoad{WorkerID: 1, ActivePrefillTokens: new(uint64(101))})
 	sel, err := s.Select(req)
 	if err != nil || sel.Worker != w2 {
 		t.Fatalf("Select = %+v, %v; want w2", sel.Worker, err)
 	}
-	m.ObserveActiveLoad(ActiveLoad{WorkerID: 2, ActivePrefillTokens: new(uint64(500))})
-	if _, err := s.Select(req); !errors.Is(err, ErrAllWorkersBusy) || !errors.Is(err, runtime.ErrWorkerOverloaded) {
+	m.ObserveActiveLoad(activeLoad{WorkerID: 2, ActivePrefillTokens: new(uint64(500))})
+	if _, err := s.Select(req); !errors.Is(err, errAllWorkersBusy) || !errors.Is(err, runtime.ErrWorkerOverloaded) {
 		t.Fatalf("all busy: err = %v", err)
 	}
-	m.ObserveActiveLoad(ActiveLoad{WorkerID: 1, ActivePrefillTokens: new(uint64(0))})
+	m.ObserveActiveLoad(activeLoad{WorkerID: 1, ActivePrefillTokens: new(uint64(0))})
 	if sel, err := s.Select(req); err != nil || sel.Worker != w1 {
 		t.Fatalf("after recovery: %+v, %v; want w1", sel.Worker, err)
 	}
 }
 
-// TestSequencesFeedLoadMonitor wires Sequences.OnLoad into a LoadMonitor,
+// TestSequencesFeedLoadMonitor wires sequences.OnLoad into a LoadMonitor,
 // as the router does, so routed prompt tokens make a worker busy.
 func TestSequencesFeedLoadMonitor(t *testing.T) {
 	m := newTestMonitor(t, BusyThresholds{ActivePrefillTokens: new(uint64(50))})
-	s := newTestSequences(t, DefaultSequencesConfig(16), SequencesDeps{OnLoad: m.ObserveActiveLoad})
-	mustAdd(t, s, ActiveRequest{ID: "a", Worker: Worker{ID: 4}, ISL: 64})
+	s := newTestSequences(t, defaultSequencesConfig(16), sequencesDeps{OnLoad: m.ObserveActiveLoad})
+	mustAdd(t, s, activeRequest{ID: "a", Worker: Worker{ID: 4}, ISL: 64})
 	if !m.Busy(4) {
 		t.Fatal("64 queued tokens over 50: not busy")
 	}
@@ -211,10 +211,10 @@ func TestSequencesFeedLoadMonitor(t *testing.T) {
 }
 
 func TestDPRanks(t *testing.T) {
-	if got, want := DPRanks(3, WorkerCapacity{}), []Worker{{ID: 3}}; !cmp.Equal(got, want) {
+	if got, want := dpRanks(3, WorkerCapacity{}), []Worker{{ID: 3}}; !cmp.Equal(got, want) {
 		t.Errorf("default: %v", got)
 	}
-	got := DPRanks(3, WorkerCapacity{DataParallelSize: 2, DataParallelStartRank: 4})
+	got := dpRanks(3, WorkerCapacity{DataParallelSize: 2, DataParallelStartRank: 4})
 	if want := []Worker{{ID: 3, DPRank: 4}, {ID: 3, DPRank: 5}}; !cmp.Equal(got, want) {
 		t.Errorf("dp 2 from 4: %v", got)
 	}
@@ -248,7 +248,7 @@ func TestLoadMonitorFull(t *testing.T) {
 	}
 	m.ObserveLoadEvent(stats(1, 4, 2))
 	m.mu.Lock()
-	m.workers[7].ranks[0].at = m.workers[7].ranks[0].at.Add(-PublishedLoadTTL - time.Second)
+	m.workers[7].ranks[0].at = m.workers[7].ranks[0].at.Add(-publishedLoadTTL - time.Second)
 	m.mu.Unlock()
 	if m.Full(7, 4) {
 		t.Error("full by a rank's event older than PublishedLoadTTL")

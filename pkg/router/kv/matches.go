@@ -2,18 +2,18 @@ package kv
 
 import "slices"
 
-// Matches is the result of a prefix match (spec §3.2) in storage the
-// caller owns: Indexer.FindMatchesInto overwrites it. Once its arrays have
+// matches is the result of a prefix match (spec §3.2) in storage the
+// caller owns: indexer.FindMatchesInto overwrites it. Once its arrays have
 // grown to the indexer's worker count, refilling it allocates nothing, so
 // a caller that reuses one (per goroutine, or from a sync.Pool) matches
-// without allocating. It holds what FindMatches returns as OverlapScores:
+// without allocating. It holds what FindMatches returns as overlapScores:
 // for each worker that caches at least the request's first block, the
 // number of leading blocks it caches and its tree size, read by Overlap.
 //
-// The zero value is an empty result, ready to be filled. A Matches is not
+// The zero value is an empty result, ready to be filled. A matches is not
 // safe for concurrent use, and its content is valid until the next
 // FindMatchesInto into it.
-type Matches struct {
+type matches struct {
 	reg   *registry   // the workers the result refers to; nil: no result
 	stamp uint32      // the slots stamped with it form the current result
 	slots []matchSlot // by dense worker index
@@ -24,7 +24,7 @@ type Matches struct {
 	done   []scored // workers that stopped matching, with their depth
 }
 
-// matchSlot is one worker's entry in a Matches.
+// matchSlot is one worker's entry in a matches.
 type matchSlot struct {
 	stamp uint32 // valid iff equal to Matches.stamp
 	depth uint32
@@ -36,12 +36,12 @@ type scored struct {
 	idx, depth uint32
 }
 
-var _ Overlaps = (*Matches)(nil)
+var _ overlaps = (*matches)(nil)
 
 // Overlap returns w's overlap score (the number of leading blocks of the
 // request it caches) and its tree size (the blocks it caches in all), or
-// 0 and 0 for a worker without a score. A nil *Matches has no scores.
-func (m *Matches) Overlap(w Worker) (score uint32, treeSize int) {
+// 0 and 0 for a worker without a score. A nil *matches has no scores.
+func (m *matches) Overlap(w Worker) (score uint32, treeSize int) {
 	if m == nil || m.reg == nil {
 		return 0, 0
 	}
@@ -56,14 +56,14 @@ func (m *Matches) Overlap(w Worker) (score uint32, treeSize int) {
 }
 
 // Len returns the number of workers with a score.
-func (m *Matches) Len() int { return m.n }
+func (m *matches) Len() int { return m.n }
 
-// release drops m's reference to the indexer's registry, for a Matches
+// release drops m's reference to the indexer's registry, for a matches
 // about to sit in a pool.
-func (m *Matches) release() { m.reg = nil }
+func (m *matches) release() { m.reg = nil }
 
 // reset empties m for a new result.
-func (m *Matches) reset() {
+func (m *matches) reset() {
 	m.reg, m.n = nil, 0
 	m.stamp++
 	if m.stamp == 0 { // wrapped: old stamps could match again
@@ -75,7 +75,7 @@ func (m *Matches) reset() {
 
 // fill records the walk's scores (m.done) of the workers registered in
 // reg, with their current tree sizes.
-func (m *Matches) fill(reg *registry) {
+func (m *matches) fill(reg *registry) {
 	m.reg = reg
 	if n := len(reg.byIndex); len(m.slots) < n {
 		m.slots = slices.Grow(m.slots, n-len(m.slots))[:n]

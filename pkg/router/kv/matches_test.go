@@ -9,12 +9,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// mapsFindMatches is FindMatches as it was before Matches: the same walk,
+// mapsFindMatches is FindMatches as it was before matches: the same walk,
 // with the result built in maps straight from the registry. The tests
 // below check the new path against it.
-func mapsFindMatches(x *Indexer, local []uint64) OverlapScores {
+func mapsFindMatches(x *indexer, local []uint64) overlapScores {
 	if len(local) == 0 {
-		return OverlapScores{Scores: map[Worker]uint32{}, TreeSizes: map[Worker]int{}}
+		return overlapScores{Scores: map[Worker]uint32{}, TreeSizes: map[Worker]int{}}
 	}
 	var active []uint32
 	var done []scored
@@ -41,7 +41,7 @@ func mapsFindMatches(x *Indexer, local []uint64) OverlapScores {
 	for _, idx := range active {
 		done = append(done, scored{idx, depth})
 	}
-	res := OverlapScores{Scores: make(map[Worker]uint32, len(done)), TreeSizes: make(map[Worker]int, len(done))}
+	res := overlapScores{Scores: make(map[Worker]uint32, len(done)), TreeSizes: make(map[Worker]int, len(done))}
 	byIndex := x.reg.Load().byIndex
 	for _, d := range done {
 		if ws := byIndex[d.idx]; ws != nil {
@@ -53,8 +53,8 @@ func mapsFindMatches(x *Indexer, local []uint64) OverlapScores {
 }
 
 // matchesScores returns m's result as maps.
-func matchesScores(m *Matches) OverlapScores {
-	o := OverlapScores{Scores: map[Worker]uint32{}, TreeSizes: map[Worker]int{}}
+func matchesScores(m *matches) overlapScores {
+	o := overlapScores{Scores: map[Worker]uint32{}, TreeSizes: map[Worker]int{}}
 	if m.reg == nil {
 		return o
 	}
@@ -70,7 +70,7 @@ func matchesScores(m *Matches) OverlapScores {
 // checkSameMatches compares m (just filled for q) and FindMatches(q) with
 // mapsFindMatches(q): every worker of ws (and one never seen) has the same
 // score and tree size, and the counts agree.
-func checkSameMatches(t *testing.T, step int, x *Indexer, m *Matches, q []uint64, ws []Worker) {
+func checkSameMatches(t *testing.T, step int, x *indexer, m *matches, q []uint64, ws []Worker) {
 	t.Helper()
 	want := mapsFindMatches(x, q)
 	if diff := cmp.Diff(want, matchesScores(m)); diff != "" {
@@ -92,7 +92,7 @@ func checkSameMatches(t *testing.T, step int, x *Indexer, m *Matches, q []uint64
 
 // TestMatchesAgreeWithMaps drives random event streams (with workers
 // removed and registered again, so the dense indexes grow) and checks
-// every query through one reused Matches against the map-building
+// every query through one reused matches against the map-building
 // FindMatches of before.
 func TestMatchesAgreeWithMaps(t *testing.T) {
 	for _, tc := range []struct {
@@ -104,8 +104,8 @@ func TestMatchesAgreeWithMaps(t *testing.T) {
 		for seed := range uint64(3) {
 			t.Run(fmt.Sprintf("workers=%d/closed=%v/seed=%d", 2*tc.workers, tc.prefixClosed, seed), func(t *testing.T) {
 				g := newEventGen(200+seed, testWorkers(1, tc.workers), tc.prefixClosed)
-				x := NewIndexer(IndexerOptions{})
-				var m Matches
+				x := newIndexer(indexerOptions{})
+				var m matches
 				for step := range tc.steps {
 					g.step(t, x)
 					for range 2 {
@@ -121,15 +121,15 @@ func TestMatchesAgreeWithMaps(t *testing.T) {
 	}
 }
 
-// TestMatchesStampWraps: a Matches reused across the wrap of its stamp
+// TestMatchesStampWraps: a matches reused across the wrap of its stamp
 // counter does not resurrect old entries.
 func TestMatchesStampWraps(t *testing.T) {
 	g := newEventGen(7, testWorkers(1, 8), true)
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	for range 500 {
 		g.step(t, x)
 	}
-	var m Matches
+	var m matches
 	m.stamp = math.MaxUint32 - 3
 	for step := range 200 {
 		q := g.query()
@@ -138,12 +138,12 @@ func TestMatchesStampWraps(t *testing.T) {
 	}
 }
 
-// TestMatchesZeroValue: a zero or nil Matches has no scores.
+// TestMatchesZeroValue: a zero or nil matches has no scores.
 func TestMatchesZeroValue(t *testing.T) {
-	var m Matches
-	var nilM *Matches
+	var m matches
+	var nilM *matches
 	w := Worker{ID: 1}
-	for _, o := range []Overlaps{&m, nilM, OverlapScores{}} {
+	for _, o := range []overlaps{&m, nilM, overlapScores{}} {
 		if s, n := o.Overlap(w); s != 0 || n != 0 {
 			t.Errorf("%T.Overlap = %d, %d; want 0, 0", o, s, n)
 		}
@@ -154,34 +154,34 @@ func TestMatchesZeroValue(t *testing.T) {
 }
 
 // TestSelectMatchesEqualsMaps: the scheduler decides the same from a
-// *Matches as from the OverlapScores maps (same seeded draws), at
+// *matches as from the overlapScores maps (same seeded draws), at
 // temperature 0 and above.
 func TestSelectMatchesEqualsMaps(t *testing.T) {
 	g := newEventGen(11, testWorkers(1, 20), true)
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	for range 2000 {
 		g.step(t, x)
 	}
 	cands := append(g.workers, Worker{ID: 999})
 	rng := rand.New(rand.NewPCG(1, 1))
-	var m Matches
+	var m matches
 	for _, temp := range []float64{0, 0.5} {
-		cfg := SchedulerConfig{OverlapScoreWeight: 1, Temperature: temp, BlockSize: 4}
-		sa, err := NewScheduler(cfg, SchedulerDeps{Rand: rand.New(rand.NewPCG(2, 2))})
+		cfg := schedulerConfig{OverlapScoreWeight: 1, Temperature: temp, BlockSize: 4}
+		sa, err := newScheduler(cfg, schedulerDeps{Rand: rand.New(rand.NewPCG(2, 2))})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sb, _ := NewScheduler(cfg, SchedulerDeps{Rand: rand.New(rand.NewPCG(2, 2))})
+		sb, _ := newScheduler(cfg, schedulerDeps{Rand: rand.New(rand.NewPCG(2, 2))})
 		for i := range 300 {
 			q := g.query()
-			loads := map[Worker]WorkerLoad{}
+			loads := map[Worker]workerLoad{}
 			for _, w := range cands {
 				if rng.IntN(4) > 0 {
-					loads[w] = WorkerLoad{ActivePrefillTokens: rng.IntN(8), ActiveBlocks: rng.IntN(8), NewBlocks: rng.IntN(4)}
+					loads[w] = workerLoad{ActivePrefillTokens: rng.IntN(8), ActiveBlocks: rng.IntN(8), NewBlocks: rng.IntN(4)}
 				}
 			}
 			x.FindMatchesInto(&m, q)
-			req := ScheduleRequest{Candidates: cands, ISL: 4 * len(q), Loads: loads}
+			req := scheduleRequest{Candidates: cands, ISL: 4 * len(q), Loads: loads}
 			req.Overlaps = mapsFindMatches(x, q)
 			want, err1 := sa.Select(req)
 			req.Overlaps = &m
@@ -196,14 +196,14 @@ func TestSelectMatchesEqualsMaps(t *testing.T) {
 	}
 }
 
-// TestFindMatchesIntoAllocs: refilling a Matches that has grown to the
+// TestFindMatchesIntoAllocs: refilling a matches that has grown to the
 // worker count allocates nothing.
 func TestFindMatchesIntoAllocs(t *testing.T) {
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	for i := range 64 {
 		storeChain(t, x, Worker{ID: uint64(i + 1)}, 1, 2, 3, uint64(4+i%4))
 	}
-	var m Matches
+	var m matches
 	q := []uint64{1, 2, 3, 5}
 	x.FindMatchesInto(&m, q)
 	if allocs := testing.AllocsPerRun(100, func() { x.FindMatchesInto(&m, q) }); allocs != 0 {

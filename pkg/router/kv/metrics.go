@@ -12,18 +12,18 @@ import (
 // routes in (dynamo_frontend_kv_router_mode). A nil *Metrics records
 // nothing.
 type Metrics struct {
-	indexer *IndexerMetrics
-	router  *RouterMetrics
+	indexer *indexerMetrics
+	router  *routerMetrics
 	mode    *prometheus.GaugeVec // model, mode
 }
 
 // NewMetrics builds the KV routing metrics and registers them on reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	im, err := NewIndexerMetrics(reg, "dynamo_kvrouter")
+	im, err := newIndexerMetrics(reg, "dynamo_kvrouter")
 	if err != nil {
 		return nil, err
 	}
-	rm, err := NewRouterMetrics(reg, "dynamo")
+	rm, err := newRouterMetrics(reg, "dynamo")
 	if err != nil {
 		return nil, err
 	}

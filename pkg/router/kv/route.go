@@ -18,10 +18,10 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
-// matcher finds how much of a prompt each worker holds: *Indexer (KV
-// events) or *ApproxIndexer (no events).
+// matcher finds how much of a prompt each worker holds: *indexer (KV
+// events) or *approxIndexer (no events).
 type matcher interface {
-	FindMatchesInto(m *Matches, local []uint64)
+	FindMatchesInto(m *matches, local []uint64)
 }
 
 // Pusher sends a request to an instance the router chose: the push
@@ -48,10 +48,10 @@ type routeConfig struct {
 type routeDeps struct {
 	Next      Pusher
 	Matcher   matcher
-	Approx    *ApproxIndexer // set in approximate mode: routing decisions feed it
-	Scheduler *Scheduler
-	Sequences *Sequences
-	Metrics   *RouterMetrics
+	Approx    *approxIndexer // set in approximate mode: routing decisions feed it
+	scheduler *Scheduler
+	sequences *Sequences
+	Metrics   *routerMetrics
 	Logger    *slog.Logger
 }
 
@@ -103,7 +103,7 @@ func (r *routeStage) track(candidates []Worker) {
 		for w := range r.tracked {
 			all = append(all, w)
 		}
-		r.d.Sequences.UpdateWorkers(all)
+		r.d.sequences.UpdateWorkers(all)
 	}
 }
 
@@ -124,7 +124,7 @@ func (r *routeStage) RemoveWorker(id uint64) {
 	}
 	r.mu.Unlock()
 	if changed {
-		r.d.Sequences.UpdateWorkers(all)
+		r.d.sequences.UpdateWorkers(all)
 	}
 	if r.d.Approx != nil {
 		r.d.Approx.RemoveWorker(id)
@@ -134,7 +134,7 @@ func (r *routeStage) RemoveWorker(id uint64) {
 // choice is the router's decision for one request and what it was
 // based on.
 type choice struct {
-	sel      Selection
+	sel      selection
 	local    []uint64 // the prompt's block hashes
 	tracking []uint64 // the hashes Sequences tracks for it
 }
@@ -152,9 +152,9 @@ func (r *routeStage) choose(req *backend.Request) (*choice, error) {
 	start := time.Now()
 	local := kvblock.LocalHashes(req.TokenIDs, r.cfg.BlockSize)
 	hashed := time.Now()
-	scores, _ := r.matches.Get().(*Matches)
+	scores, _ := r.matches.Get().(*matches)
 	if scores == nil {
-		scores = new(Matches)
+		scores = new(matches)
 	}
 	defer func() {
 		scores.release()
@@ -170,17 +170,17 @@ func (r *routeStage) choose(req *backend.Request) (*choice, error) {
 	}
 	r.track(candidates)
 	o := override(req.RouterConfigOverride)
-	tracking := TrackingHashes(kvblock.SeqHashes(local), o.AssumeKVReuse == nil || *o.AssumeKVReuse)
+	tracking := trackingHashes(kvblock.SeqHashes(local), o.AssumeKVReuse == nil || *o.AssumeKVReuse)
 	seqHashed := time.Now()
-	sel, err := r.d.Scheduler.Select(ScheduleRequest{
+	sel, err := r.d.scheduler.Select(scheduleRequest{
 		Candidates: candidates, ISL: len(req.TokenIDs), Overlaps: scores,
-		Loads: r.d.Sequences.Loads(tracking), Override: o,
+		Loads: r.d.sequences.Loads(tracking), Override: o,
 	})
 	if err != nil {
 		return nil, err
 	}
 	done := time.Now()
-	r.d.Metrics.ObserveOverhead(Overhead{BlockHashing: hashed.Sub(start), FindMatches: matched.Sub(hashed),
+	r.d.Metrics.ObserveOverhead(overhead{BlockHashing: hashed.Sub(start), FindMatches: matched.Sub(hashed),
 		SeqHashing: seqHashed.Sub(matched), Scheduling: done.Sub(seqHashed), Total: done.Sub(start)})
 	r.d.Metrics.ObserveSelection(sel)
 	return &choice{sel: sel, local: local, tracking: tracking}, nil
@@ -195,7 +195,7 @@ func (r *routeStage) Decide(req *backend.Request) (*backend.Placement, error) {
 		return &backend.Placement{WorkerID: *req.Routing.BackendInstanceID, PromptBlocks: &blocks}, nil
 	}
 	c, err := r.choose(req)
-	if errors.Is(err, ErrNoWorkers) {
+	if errors.Is(err, errNoWorkers) {
 		return nil, fmt.Errorf("%w: %w", router.ErrNoInstances, err)
 	}
 	if err != nil {
@@ -212,7 +212,7 @@ func (r *routeStage) Generate(ctx context.Context, req *backend.Request, emit fu
 		return r.d.Next.Generate(ctx, req, emit)
 	}
 	c, err := r.choose(req)
-	if errors.Is(err, ErrNoWorkers) {
+	if errors.Is(err, errNoWorkers) {
 		// Let the push router give its usual "no instances" answer.
 		return r.d.Next.Generate(ctx, req, emit)
 	}
@@ -227,11 +227,11 @@ func (r *routeStage) Generate(ctx context.Context, req *backend.Request, emit fu
 	if req.StopConditions.MaxTokens != nil {
 		expected = int(*req.StopConditions.MaxTokens)
 	}
-	if _, err := r.d.Sequences.Add(ActiveRequest{ID: id, Worker: c.sel.Worker, Hashes: c.tracking, ISL: len(req.TokenIDs),
+	if _, err := r.d.sequences.Add(activeRequest{ID: id, Worker: c.sel.Worker, Hashes: c.tracking, ISL: len(req.TokenIDs),
 		Overlap: c.sel.OverlapBlocks, ExpectedOutputTokens: expected}); err != nil {
 		r.log.WarnContext(ctx, "kv router: request not tracked", "request_id", id, "err", err)
 	} else {
-		defer r.d.Sequences.Free(id)
+		defer r.d.sequences.Free(id)
 	}
 	routed := *req
 	rt := backend.Routing{}
@@ -253,14 +253,14 @@ func (r *routeStage) Generate(ctx context.Context, req *backend.Request, emit fu
 		if n := len(out.TokenIDs); n > 0 {
 			if first {
 				first = false
-				r.d.Sequences.MarkPrefillCompleted(id)
+				r.d.sequences.MarkPrefillCompleted(id)
 			}
 			generated += n
 			// One more output block only when the sequence crosses a
 			// block boundary (spec §4.1 step 5), not per token.
 			if now := (len(req.TokenIDs) + generated + bs - 1) / bs; now > blocks {
 				blocks = now
-				r.d.Sequences.AddOutputBlock(id, generated)
+				r.d.sequences.AddOutputBlock(id, generated)
 			}
 		}
 		out.Placement = placement
@@ -277,8 +277,8 @@ func requestID(ctx context.Context) string {
 }
 
 // override reads router_config_override.
-func override(raw json.RawMessage) Override {
-	var o Override
+func override(raw json.RawMessage) configOverride {
+	var o configOverride
 	if len(raw) > 0 {
 		_ = json.Unmarshal(raw, &o)
 	}

@@ -20,7 +20,7 @@ const (
 
 // routeWorkload returns an indexer in which each of nw workers (ids 1..nw)
 // holds 32 random prompts, and the prompts' tokens.
-func routeWorkload(nw int) (*Indexer, [][]uint32) {
+func routeWorkload(nw int) (*indexer, [][]uint32) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	systems := make([][]uint32, benchSystems)
 	for i := range systems {
@@ -37,7 +37,7 @@ func routeWorkload(nw int) (*Indexer, [][]uint32) {
 		}
 		prompts[i] = p
 	}
-	x := NewIndexer(IndexerOptions{})
+	x := newIndexer(indexerOptions{})
 	for _, w := range testWorkerRange(0, nw) {
 		for range 32 {
 			local := kvblock.LocalHashes(prompts[rng.IntN(len(prompts))], routeBlockSize)
@@ -48,7 +48,7 @@ func routeWorkload(nw int) (*Indexer, [][]uint32) {
 	return x, prompts
 }
 
-// BenchmarkSelect measures Scheduler.Select alone: every worker is a
+// BenchmarkSelect measures scheduler.Select alone: every worker is a
 // candidate with an idle load entry, and the overlaps are one of 64
 // prompts' matches, computed beforehand (FindMatchesInto, as the router
 // does).
@@ -58,23 +58,23 @@ func BenchmarkSelect(b *testing.B) {
 	for _, nw := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("workers=%d", nw), func(b *testing.B) {
 			x, prompts := routeWorkload(nw)
-			s, err := NewScheduler(DefaultSchedulerConfig(routeBlockSize), SchedulerDeps{})
+			s, err := newScheduler(defaultSchedulerConfig(routeBlockSize), schedulerDeps{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			cands := testWorkerRange(0, nw)
-			loads := make(map[Worker]WorkerLoad, nw)
+			loads := make(map[Worker]workerLoad, nw)
 			for _, w := range cands {
-				loads[w] = WorkerLoad{}
+				loads[w] = workerLoad{}
 			}
-			overlaps := make([]*Matches, 64)
+			overlaps := make([]*matches, 64)
 			for i := range overlaps {
-				overlaps[i] = new(Matches)
+				overlaps[i] = new(matches)
 				x.FindMatchesInto(overlaps[i], kvblock.LocalHashes(prompts[i*7%len(prompts)], routeBlockSize))
 			}
 			i := 0
 			for b.Loop() {
-				_, err := s.Select(ScheduleRequest{Candidates: cands, ISL: benchBlocks * routeBlockSize,
+				_, err := s.Select(scheduleRequest{Candidates: cands, ISL: benchBlocks * routeBlockSize,
 					Overlaps: overlaps[i%len(overlaps)], Loads: loads})
 				if err != nil {
 					b.Fatal(err)
@@ -98,17 +98,17 @@ func (t *benchTarget) GenerateOn(context.Context, uint64, *backend.Request, func
 
 // BenchmarkChoose measures the router's whole decision for one request
 // (routeStage.choose, what Decide costs): hashing a 1,024-token prompt into
-// blocks, matching it, the candidates' loads and Scheduler.Select, with
+// blocks, matching it, the candidates' loads and scheduler.Select, with
 // every worker available and idle.
 func BenchmarkChoose(b *testing.B) {
 	for _, nw := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("workers=%d", nw), func(b *testing.B) {
 			x, prompts := routeWorkload(nw)
-			sched, err := NewScheduler(DefaultSchedulerConfig(routeBlockSize), SchedulerDeps{})
+			sched, err := newScheduler(defaultSchedulerConfig(routeBlockSize), schedulerDeps{})
 			if err != nil {
 				b.Fatal(err)
 			}
-			seqs, err := NewSequences(DefaultSequencesConfig(routeBlockSize), SequencesDeps{})
+			seqs, err := newSequences(defaultSequencesConfig(routeBlockSize), sequencesDeps{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -116,7 +116,7 @@ func BenchmarkChoose(b *testing.B) {
 			for _, w := range testWorkerRange(0, nw) {
 				tgt.ids = append(tgt.ids, w.ID)
 			}
-			r := newRouteStage(routeConfig{BlockSize: routeBlockSize}, routeDeps{Next: tgt, Matcher: x, Scheduler: sched, Sequences: seqs})
+			r := newRouteStage(routeConfig{BlockSize: routeBlockSize}, routeDeps{Next: tgt, Matcher: x, scheduler: sched, sequences: seqs})
 			reqs := make([]backend.Request, 64)
 			for i := range reqs {
 				reqs[i].TokenIDs = prompts[i*7%len(prompts)]

@@ -37,21 +37,21 @@ func (f *fakeTarget) GenerateOn(_ context.Context, id uint64, req *backend.Reque
 	return emit(backend.Length(2))
 }
 
-func newTestRouter(t *testing.T, idx *Indexer, tgt *fakeTarget) (*routeStage, *Sequences) {
+func newTestRouter(t *testing.T, idx *indexer, tgt *fakeTarget) (*routeStage, *Sequences) {
 	t.Helper()
-	sched, err := NewScheduler(DefaultSchedulerConfig(4), SchedulerDeps{})
+	sched, err := newScheduler(defaultSchedulerConfig(4), schedulerDeps{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	seqs, err := NewSequences(DefaultSequencesConfig(4), SequencesDeps{})
+	seqs, err := newSequences(defaultSequencesConfig(4), sequencesDeps{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newRouteStage(routeConfig{BlockSize: 4}, routeDeps{Next: tgt, Matcher: idx, Scheduler: sched, Sequences: seqs}), seqs
+	return newRouteStage(routeConfig{BlockSize: 4}, routeDeps{Next: tgt, Matcher: idx, scheduler: sched, sequences: seqs}), seqs
 }
 
 // cache tells idx that worker w holds the full blocks of tokens.
-func cache(t *testing.T, idx *Indexer, w uint64, tokens []uint32) {
+func cache(t *testing.T, idx *indexer, w uint64, tokens []uint32) {
 	t.Helper()
 	local := kvblock.LocalHashes(tokens, 4)
 	seq := kvblock.SeqHashes(local)
@@ -98,7 +98,7 @@ func route(t *testing.T, r *routeStage, id string, toks []uint32) *backend.Place
 }
 
 func TestRouterFollowsTheCachedPrefix(t *testing.T) {
-	idx := NewIndexer(IndexerOptions{})
+	idx := newIndexer(indexerOptions{})
 	tgt := &fakeTarget{workers: []uint64{1, 2, 3}}
 	r, _ := newTestRouter(t, idx, tgt)
 	long := tokens(64, 7)
@@ -112,7 +112,7 @@ func TestRouterFollowsTheCachedPrefix(t *testing.T) {
 }
 
 func TestRouterSpreadsLoadWithoutOverlap(t *testing.T) {
-	idx := NewIndexer(IndexerOptions{})
+	idx := newIndexer(indexerOptions{})
 	tgt := &fakeTarget{workers: []uint64{1, 2}}
 	r, seqs := newTestRouter(t, idx, tgt)
 	// While the first request is generating, a second unrelated one must
@@ -135,7 +135,7 @@ func TestRouterSpreadsLoadWithoutOverlap(t *testing.T) {
 }
 
 func TestRouterHonoursAPinnedWorker(t *testing.T) {
-	idx := NewIndexer(IndexerOptions{})
+	idx := newIndexer(indexerOptions{})
 	tgt := &fakeTarget{workers: []uint64{1, 2}}
 	r, _ := newTestRouter(t, idx, tgt)
 	cache(t, idx, 2, tokens(16, 1))
@@ -153,7 +153,7 @@ func TestRouterHonoursAPinnedWorker(t *testing.T) {
 // Decide answers where a request would go, as Generate would place it,
 // without sending it or counting its load.
 func TestRouterDecideChangesNothing(t *testing.T) {
-	idx := NewIndexer(IndexerOptions{})
+	idx := newIndexer(indexerOptions{})
 	tgt := &fakeTarget{workers: []uint64{1, 2, 3}}
 	r, seqs := newTestRouter(t, idx, tgt)
 	long := tokens(40, 3)
@@ -189,7 +189,7 @@ func TestRouterDecideChangesNothing(t *testing.T) {
 // identical to one in flight count as new load, so it goes to the idle
 // worker rather than the one the shared prefix would favour.
 func TestRouterDecodeOverrides(t *testing.T) {
-	idx := NewIndexer(IndexerOptions{})
+	idx := newIndexer(indexerOptions{})
 	tgt := &fakeTarget{workers: []uint64{1, 2}}
 	r, _ := newTestRouter(t, idx, tgt)
 	prompt := tokens(32, 1)

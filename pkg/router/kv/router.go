@@ -31,7 +31,7 @@ type Config struct {
 	// NoEvents routes without KV events (approximate mode): the router
 	// assumes a routed prompt is cached for TTL.
 	NoEvents bool
-	// TTL is the approximate mode's block lifetime (0: DefaultApproxTTL).
+	// TTL is the approximate mode's block lifetime (0: defaultApproxTTL).
 	TTL time.Duration
 	// ReplicaSync shares active-load deltas with the other frontends over
 	// the event plane.
@@ -107,10 +107,10 @@ type Router struct {
 	router   *routeStage
 	monitor  *LoadMonitor
 	seqs     *Sequences
-	sync     *EventSync     // nil in approximate mode
-	approx   *ApproxIndexer // nil in events mode
+	sync     *eventSync     // nil in approximate mode
+	approx   *approxIndexer // nil in events mode
 	degraded bool           // KV events were wanted but there is no event plane
-	met      *RouterMetrics // may be nil
+	met      *routerMetrics // may be nil
 	changed  func()         // RouterDeps.LoadChanged; may be nil
 	log      *slog.Logger
 }
@@ -129,7 +129,7 @@ func NewRouter(cfg Config, info ModelInfo, deps RouterDeps) (*Router, error) {
 		met = &Metrics{}
 	}
 	m := &Router{info: info, cfg: cfg, dpSize: int(max(1, info.Capacity.DataParallelSize)), events: deps.Events, met: met.router, changed: deps.LoadChanged, log: log}
-	sc := DefaultSchedulerConfig(info.BlockSize)
+	sc := defaultSchedulerConfig(info.BlockSize)
 	if cfg.OverlapScoreWeight != nil {
 		sc.OverlapScoreWeight = *cfg.OverlapScoreWeight
 	}
@@ -138,7 +138,7 @@ func NewRouter(cfg Config, info ModelInfo, deps RouterDeps) (*Router, error) {
 	if m.monitor, err = NewLoadMonitor(cfg.Busy); err != nil {
 		return nil, err
 	}
-	sched, err := NewScheduler(sc, SchedulerDeps{Busy: m.monitor, Logger: log})
+	sched, err := newScheduler(sc, schedulerDeps{Busy: m.monitor, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func NewRouter(cfg Config, info ModelInfo, deps RouterDeps) (*Router, error) {
 	match, mode := m.newIndex(deps.Querier, met)
 	met.setMode(info.Name, mode)
 	m.router = newRouteStage(routeConfig{BlockSize: info.BlockSize, DPSize: m.dpSize}, routeDeps{
-		Next: deps.Next, Matcher: match, Approx: m.approx, Scheduler: sched, Sequences: m.seqs, Metrics: met.router, Logger: log,
+		Next: deps.Next, Matcher: match, Approx: m.approx, scheduler: sched, sequences: m.seqs, Metrics: met.router, Logger: log,
 	})
 	log.Info("kv router: ready", "model", info.Name, "mode", mode, "block_size", info.BlockSize,
 		"overlap_score_weight", sc.OverlapScoreWeight, "temperature", sc.Temperature)
@@ -160,17 +160,17 @@ func NewRouter(cfg Config, info ModelInfo, deps RouterDeps) (*Router, error) {
 // rank)'s tracked load (this router's requests, and the replicas' with
 // ReplicaSync) feeds the load monitor, where the prefill-token busy
 // thresholds read it, and the worker gauges.
-func (m *Router) newSequences(met *RouterMetrics) (*Sequences, error) {
-	seqCfg := DefaultSequencesConfig(m.info.BlockSize)
+func (m *Router) newSequences(met *routerMetrics) (*Sequences, error) {
+	seqCfg := defaultSequencesConfig(m.info.BlockSize)
 	seqCfg.TrackActiveBlocks = !m.cfg.NoTrackActiveBlocks
 	seqCfg.RouterID = m.events.InstanceID()
-	deps := SequencesDeps{OnLoad: func(l ActiveLoad) {
+	deps := sequencesDeps{OnLoad: func(l activeLoad) {
 		m.monitor.ObserveActiveLoad(l)
 		met.SetActiveLoad("decode", l)
 	}}
 	if m.cfg.ReplicaSync {
 		subject := m.replicaSubject()
-		deps.Publish = func(ev SequenceEvent) {
+		deps.Publish = func(ev sequenceEvent) {
 			b, err := kvblock.Marshal(ev)
 			if err == nil {
 				// Publishing is fire-and-forget: it does not wait on ctx.
@@ -181,15 +181,15 @@ func (m *Router) newSequences(met *RouterMetrics) (*Sequences, error) {
 			}
 		}
 	}
-	return NewSequences(seqCfg, deps)
+	return newSequences(seqCfg, deps)
 }
 
 // newIndex builds what finds cached prefixes: the event-fed indexer, or
 // the approximate one when events are off or cannot be heard.
 func (m *Router) newIndex(q Querier, met *Metrics) (matcher, string) {
 	if !m.cfg.NoEvents && m.events.HasEventPlane() {
-		idx := NewIndexer(IndexerOptions{Metrics: met.indexer})
-		m.sync = NewEventSync(idx, q, m.log)
+		idx := newIndexer(indexerOptions{Metrics: met.indexer})
+		m.sync = newEventSync(idx, q, m.log)
 		return idx, ModeEvents
 	}
 	if !m.cfg.NoEvents {
@@ -198,12 +198,12 @@ func (m *Router) newIndex(q Querier, met *Metrics) (matcher, string) {
 			"falling back to approximate mode (routing decisions stand in for KV events)", "model", m.info.Name,
 			"subject", kvblock.KVEventsSubject(m.info.Endpoint.Namespace, m.info.Endpoint.Component))
 	}
-	m.approx = NewApproxIndexer(ApproxOptions{TTL: m.cfg.TTL, Metrics: met.indexer})
+	m.approx = newApproxIndexer(approxOptions{TTL: m.cfg.TTL, Metrics: met.indexer})
 	return m.approx, ModeApproximate
 }
 
 func (m *Router) replicaSubject() string {
-	return kvblock.ComponentSubject(m.info.Endpoint.Namespace, m.info.Endpoint.Component, ActiveSequencesTopic)
+	return kvblock.ComponentSubject(m.info.Endpoint.Namespace, m.info.Endpoint.Component, activeSequencesTopic)
 }
 
 // Mode returns ModeEvents or ModeApproximate, and whether approximate
@@ -316,7 +316,7 @@ func (m *Router) subscribe(ctx context.Context) error {
 	}
 	if m.cfg.ReplicaSync {
 		if err := m.events.Subscribe(ctx, m.replicaSubject(), func(b []byte) {
-			var ev SequenceEvent
+			var ev sequenceEvent
 			if kvblock.Unmarshal(b, &ev) == nil {
 				_ = m.seqs.Apply(ev)
 			}

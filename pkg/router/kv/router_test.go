@@ -108,7 +108,7 @@ func TestModelRunAndFallback(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v after its context ended, want nil", err)
 	}
-	want := []string{kvblock.LoadMetricsSubject("ns"), kvblock.ComponentSubject("ns", "c", ActiveSequencesTopic), kvblock.KVEventsSubject("ns", "c")}
+	want := []string{kvblock.LoadMetricsSubject("ns"), kvblock.ComponentSubject("ns", "c", activeSequencesTopic), kvblock.KVEventsSubject("ns", "c")}
 	if !slices.Equal(plane.subs, want) {
 		t.Errorf("subscribed to %v, want %v", plane.subs, want)
 	}

@@ -12,28 +12,28 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
 
-// ErrNoWorkers is returned by Scheduler.Select when it has no candidate.
-var ErrNoWorkers = errors.New("kv: no workers to route to")
+// errNoWorkers is returned by scheduler.Select when it has no candidate.
+var errNoWorkers = errors.New("kv: no workers to route to")
 
-// ErrAllWorkersBusy is returned by Scheduler.Select when every candidate is
+// errAllWorkersBusy is returned by scheduler.Select when every candidate is
 // busy. The returned error also matches runtime.ErrWorkerOverloaded, so the
 // frontend answers with its overload status.
-var ErrAllWorkersBusy = errors.New("kv: all workers are busy")
+var errAllWorkersBusy = errors.New("kv: all workers are busy")
 
 // errAllBusy is what Select returns: the overload class, then the specific
 // sentinel.
 var errAllBusy = fmt.Errorf("%w: %w",
-	runtime.NewError(runtime.TypeWorkerOverloaded, "all workers are busy"), ErrAllWorkersBusy)
+	runtime.NewError(runtime.TypeWorkerOverloaded, "all workers are busy"), errAllWorkersBusy)
 
-// DefaultOverlapScoreWeight is the reference system's default
+// defaultOverlapScoreWeight is the reference system's default
 // overlap_score_weight (--router-kv-overlap-score-weight).
-const DefaultOverlapScoreWeight = 1.0
+const defaultOverlapScoreWeight = 1.0
 
-// SchedulerConfig configures a Scheduler.
-type SchedulerConfig struct {
+// schedulerConfig configures a scheduler.
+type schedulerConfig struct {
 	// OverlapScoreWeight multiplies the prefill term of the cost. It must
 	// be >= 0. Zero means pure load balancing (the prefill term, and so the
-	// prefix overlap, is ignored); DefaultSchedulerConfig sets the
+	// prefix overlap, is ignored); defaultSchedulerConfig sets the
 	// reference default 1.0.
 	OverlapScoreWeight float64
 	// Temperature is the softmax temperature (--router-temperature). It
@@ -43,14 +43,14 @@ type SchedulerConfig struct {
 	BlockSize int
 }
 
-// DefaultSchedulerConfig returns the reference defaults for blockSize:
+// defaultSchedulerConfig returns the reference defaults for blockSize:
 // weight 1.0, temperature 0.
-func DefaultSchedulerConfig(blockSize int) SchedulerConfig {
-	return SchedulerConfig{OverlapScoreWeight: DefaultOverlapScoreWeight, BlockSize: blockSize}
+func defaultSchedulerConfig(blockSize int) schedulerConfig {
+	return schedulerConfig{OverlapScoreWeight: defaultOverlapScoreWeight, BlockSize: blockSize}
 }
 
 // Validate reports every invalid field.
-func (c SchedulerConfig) Validate() error {
+func (c schedulerConfig) Validate() error {
 	var errs []error
 	if c.BlockSize <= 0 {
 		errs = append(errs, fmt.Errorf("kv: scheduler: block size %d must be positive", c.BlockSize))
@@ -64,19 +64,19 @@ func (c SchedulerConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// BusyChecker tells the scheduler whether a worker is busy (all its
+// busyChecker tells the scheduler whether a worker is busy (all its
 // data-parallel ranks over a threshold). *LoadMonitor implements it.
-type BusyChecker interface {
+type busyChecker interface {
 	Busy(workerID uint64) bool
 }
 
-var _ BusyChecker = (*LoadMonitor)(nil)
+var _ busyChecker = (*LoadMonitor)(nil)
 
-// SchedulerDeps are the collaborators of a Scheduler; every field may be
+// schedulerDeps are the collaborators of a scheduler; every field may be
 // nil.
-type SchedulerDeps struct {
+type schedulerDeps struct {
 	// Busy excludes busy workers; nil means no worker is ever busy.
-	Busy BusyChecker
+	Busy busyChecker
 	// Rand is the random source for softmax draws and tie-breaks; nil
 	// means the math/rand/v2 package source. The scheduler serialises its
 	// use, so a seeded *rand.Rand makes a single-goroutine test
@@ -87,12 +87,12 @@ type SchedulerDeps struct {
 	Logger *slog.Logger
 }
 
-// Override carries per-request overrides of the configuration
+// configOverride carries per-request overrides of the configuration
 // (router_config_override); nil fields keep the configured value.
-type Override struct {
-	// OverlapScoreWeight replaces SchedulerConfig.OverlapScoreWeight.
+type configOverride struct {
+	// OverlapScoreWeight replaces schedulerConfig.OverlapScoreWeight.
 	OverlapScoreWeight *float64 `json:"overlap_score_weight,omitempty"`
-	// Temperature replaces SchedulerConfig.Temperature.
+	// Temperature replaces schedulerConfig.Temperature.
 	Temperature *float64 `json:"router_temperature,omitempty"`
 	// AssumeKVReuse, when false, counts every block of the request as new
 	// load on the chosen worker, even blocks other active requests share
@@ -102,36 +102,36 @@ type Override struct {
 	AssumeKVReuse *bool `json:"assume_kv_reuse,omitempty"`
 }
 
-// Overlaps is a prefix match result as the scheduler reads it: *Matches
-// (Indexer.FindMatchesInto, which allocates nothing) and OverlapScores
+// overlaps is a prefix match result as the scheduler reads it: *matches
+// (indexer.FindMatchesInto, which allocates nothing) and overlapScores
 // (maps) implement it.
-type Overlaps interface {
+type overlaps interface {
 	// Overlap returns w's overlap score (cached leading blocks) and tree
 	// size (cached blocks in all), 0 and 0 for a worker without a score.
 	Overlap(w Worker) (score uint32, treeSize int)
 }
 
-// ScheduleRequest is the input of one worker selection.
-type ScheduleRequest struct {
+// scheduleRequest is the input of one worker selection.
+type scheduleRequest struct {
 	// Candidates are the (worker, dp rank) pairs that may serve the
 	// request; duplicates are ignored.
 	Candidates []Worker
 	// ISL is the prompt length in tokens (>= 0).
 	ISL int
-	// Overlaps are the indexer's prefix matches for the prompt's blocks
-	// (a *Matches or an OverlapScores); a candidate without a score, or
-	// every candidate if Overlaps is nil, has overlap 0 and tree size 0.
-	Overlaps Overlaps
-	// Loads is the router-side load per candidate (Sequences.Loads); a
+	// overlaps are the indexer's prefix matches for the prompt's blocks
+	// (a *matches or an overlapScores); a candidate without a score, or
+	// every candidate if overlaps is nil, has overlap 0 and tree size 0.
+	Overlaps overlaps
+	// Loads is the router-side load per candidate (sequences.Loads); a
 	// candidate missing from it is costed as if idle and unknown (see
-	// WorkerCost).
-	Loads map[Worker]WorkerLoad
-	// Override holds per-request overrides.
-	Override Override
+	// workerCost).
+	Loads map[Worker]workerLoad
+	// configOverride holds per-request overrides.
+	Override configOverride
 }
 
-// Selection is the outcome of Scheduler.Select.
-type Selection struct {
+// selection is the outcome of scheduler.Select.
+type selection struct {
 	// Worker is the chosen (worker, dp rank).
 	Worker Worker
 	// OverlapBlocks is the chosen worker's overlap score (cached prefix
@@ -143,24 +143,24 @@ type Selection struct {
 	Logit float64
 	// Costs has one entry per non-busy candidate, sorted by worker id and
 	// dp rank; they double as the request's potential loads.
-	Costs []WorkerCost
+	Costs []workerCost
 }
 
-// Scheduler picks a worker for each request by the E1 cost function and
+// scheduler picks a worker for each request by the E1 cost function and
 // the temperature rules of the reference system. It is safe for
 // concurrent use.
 type Scheduler struct {
-	cfg  SchedulerConfig
-	busy BusyChecker
+	cfg  schedulerConfig
+	busy busyChecker
 	log  *slog.Logger
 
 	mu  sync.Mutex // guards rnd
 	rnd *rand.Rand
 }
 
-// NewScheduler returns a scheduler, or the configuration's validation
+// newScheduler returns a scheduler, or the configuration's validation
 // error.
-func NewScheduler(cfg SchedulerConfig, deps SchedulerDeps) (*Scheduler, error) {
+func newScheduler(cfg schedulerConfig, deps schedulerDeps) (*Scheduler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -172,13 +172,13 @@ func NewScheduler(cfg SchedulerConfig, deps SchedulerDeps) (*Scheduler, error) {
 }
 
 // Config returns the scheduler's configuration.
-func (s *Scheduler) Config() SchedulerConfig { return s.cfg }
+func (s *Scheduler) Config() schedulerConfig { return s.cfg }
 
 // Select chooses a worker among req.Candidates. Busy candidates are
-// skipped; if all are busy it returns ErrAllWorkersBusy (wrapped with
-// runtime.ErrWorkerOverloaded), and ErrNoWorkers if there is none. An
+// skipped; if all are busy it returns errAllWorkersBusy (wrapped with
+// runtime.ErrWorkerOverloaded), and errNoWorkers if there is none. An
 // invalid override or a negative ISL is an error too.
-func (s *Scheduler) Select(req ScheduleRequest) (Selection, error) {
+func (s *Scheduler) Select(req scheduleRequest) (selection, error) {
 	weight, temp := s.cfg.OverlapScoreWeight, s.cfg.Temperature
 	if o := req.Override.OverlapScoreWeight; o != nil {
 		weight = *o
@@ -187,24 +187,24 @@ func (s *Scheduler) Select(req ScheduleRequest) (Selection, error) {
 		temp = *o
 	}
 	if !(weight >= 0) || math.IsInf(weight, 1) || !(temp >= 0) || math.IsInf(temp, 1) {
-		return Selection{}, fmt.Errorf("kv: select: invalid override (weight %v, temperature %v)", weight, temp)
+		return selection{}, fmt.Errorf("kv: select: invalid override (weight %v, temperature %v)", weight, temp)
 	}
 	if req.ISL < 0 {
-		return Selection{}, fmt.Errorf("kv: select: negative ISL %d", req.ISL)
+		return selection{}, fmt.Errorf("kv: select: negative ISL %d", req.ISL)
 	}
 
 	cands := schedCandidates(req.Candidates)
 	if len(cands) == 0 {
-		return Selection{}, ErrNoWorkers
+		return selection{}, errNoWorkers
 	}
 	if s.busy != nil {
 		cands = slices.DeleteFunc(cands, func(w Worker) bool { return s.busy.Busy(w.ID) })
 		if len(cands) == 0 {
-			return Selection{}, errAllBusy
+			return selection{}, errAllBusy
 		}
 	}
 
-	costs := make([]WorkerCost, len(cands))
+	costs := make([]workerCost, len(cands))
 	for i, w := range cands {
 		costs[i] = s.cost(w, req, weight)
 	}
@@ -212,7 +212,7 @@ func (s *Scheduler) Select(req ScheduleRequest) (Selection, error) {
 	c := costs[i]
 	s.log.Debug("kv: selected worker", "worker_id", c.Worker.ID, "dp_rank", c.Worker.DPRank,
 		"logit", c.Logit, "cached_blocks", c.OverlapBlocks, "tree_size", c.TreeSize)
-	return Selection{
+	return selection{
 		Worker:         c.Worker,
 		OverlapBlocks:  c.OverlapBlocks,
 		RequiredBlocks: (req.ISL + s.cfg.BlockSize - 1) / s.cfg.BlockSize,

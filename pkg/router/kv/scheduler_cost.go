@@ -6,9 +6,9 @@ import (
 	"math"
 )
 
-// WorkerLoad is the router-side load of one (worker, dp rank), as
-// Sequences.Loads reports it for one request's blocks.
-type WorkerLoad struct {
+// workerLoad is the router-side load of one (worker, dp rank), as
+// sequences.Loads reports it for one request's blocks.
+type workerLoad struct {
 	// ActivePrefillTokens are the prompt tokens routed to the worker whose
 	// prefill has not completed.
 	ActivePrefillTokens int
@@ -21,10 +21,10 @@ type WorkerLoad struct {
 	NewBlocks int
 }
 
-// WorkerCost is the E1 cost of routing one request to one candidate, with
+// workerCost is the E1 cost of routing one request to one candidate, with
 // the terms it is made of. PrefillTokens and DecodeBlocks are the
 // candidate's potential loads (get_potential_loads).
-type WorkerCost struct {
+type workerCost struct {
 	// Worker is the candidate.
 	Worker Worker
 	// OverlapBlocks is the candidate's overlap score (0 if it has none).
@@ -45,14 +45,14 @@ type WorkerCost struct {
 }
 
 // cost computes the E1 cost of candidate w (spec §4.2).
-func (s *Scheduler) cost(w Worker, req ScheduleRequest, weight float64) WorkerCost {
+func (s *Scheduler) cost(w Worker, req scheduleRequest, weight float64) workerCost {
 	bs := s.cfg.BlockSize
 	var overlap uint32
 	var tree int
 	if req.Overlaps != nil {
 		overlap, tree = req.Overlaps.Overlap(w)
 	}
-	c := WorkerCost{Worker: w, OverlapBlocks: overlap, TreeSize: tree}
+	c := workerCost{Worker: w, OverlapBlocks: overlap, TreeSize: tree}
 	load, known := req.Loads[w]
 	if known {
 		c.PrefillTokens = load.ActivePrefillTokens + max(0, req.ISL-int(overlap)*bs)

@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Overhead is the time one routing decision spent in each phase.
-type Overhead struct {
+// overhead is the time one routing decision spent in each phase.
+type overhead struct {
 	// BlockHashing is the time computing the prompt's block hashes.
 	BlockHashing time.Duration
 	// FindMatches is the time in the indexer's find_matches.
@@ -22,9 +22,9 @@ type Overhead struct {
 	Total time.Duration
 }
 
-// RouterMetrics are the KV router's Prometheus metrics (spec §4.9). A nil
-// *RouterMetrics is valid and records nothing. Safe for concurrent use.
-type RouterMetrics struct {
+// routerMetrics are the KV router's Prometheus metrics (spec §4.9). A nil
+// *routerMetrics is valid and records nothing. Safe for concurrent use.
+type routerMetrics struct {
 	blockHashing, findMatches, seqHashing, scheduling, total prometheus.Histogram
 
 	kvHitRate     prometheus.Histogram
@@ -34,7 +34,7 @@ type RouterMetrics struct {
 	activePrefillTokens *prometheus.GaugeVec
 }
 
-// NewRouterMetrics builds the router metrics and registers them on reg.
+// newRouterMetrics builds the router metrics and registers them on reg.
 // prefix is the namespace the reference names start with ("" means
 // "dynamo"); with it the metrics are
 //
@@ -48,7 +48,7 @@ type RouterMetrics struct {
 // with prometheus.WrapRegistererWith(prometheus.Labels{"router_id": id},
 // reg) to get it. It fails if reg is nil or registration fails (for
 // example because the names are taken).
-func NewRouterMetrics(reg prometheus.Registerer, prefix string) (*RouterMetrics, error) {
+func newRouterMetrics(reg prometheus.Registerer, prefix string) (*routerMetrics, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("kv: NewRouterMetrics: nil prometheus.Registerer")
 	}
@@ -67,7 +67,7 @@ func NewRouterMetrics(reg prometheus.Registerer, prefix string) (*RouterMetrics,
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: prefix + "_frontend_worker_" + name, Help: help},
 			[]string{"worker_id", "dp_rank", "worker_type"})
 	}
-	m := &RouterMetrics{
+	m := &routerMetrics{
 		blockHashing: overhead("block_hashing", "Time spent computing block hashes in milliseconds."),
 		findMatches:  overhead("indexer_find_matches", "Time spent in indexer find_matches in milliseconds."),
 		seqHashing:   overhead("seq_hashing", "Time spent computing sequence hashes in milliseconds."),
@@ -99,7 +99,7 @@ func NewRouterMetrics(reg prometheus.Registerer, prefix string) (*RouterMetrics,
 
 // ObserveOverhead records the phase times of one routing decision, in
 // milliseconds.
-func (m *RouterMetrics) ObserveOverhead(o Overhead) {
+func (m *routerMetrics) ObserveOverhead(o overhead) {
 	if m == nil {
 		return
 	}
@@ -114,7 +114,7 @@ func (m *RouterMetrics) ObserveOverhead(o Overhead) {
 // ObserveSelection records the predicted overlap of one decision: the
 // overlap blocks, and overlap/required blocks as the hit rate (skipped
 // when no block is required).
-func (m *RouterMetrics) ObserveSelection(sel Selection) {
+func (m *routerMetrics) ObserveSelection(sel selection) {
 	if m == nil {
 		return
 	}
@@ -126,7 +126,7 @@ func (m *RouterMetrics) ObserveSelection(sel Selection) {
 
 // SetActiveLoad sets the worker gauges from l; workerType is "prefill" or
 // "decode". Nil fields of l leave their gauge unchanged.
-func (m *RouterMetrics) SetActiveLoad(workerType string, l ActiveLoad) {
+func (m *routerMetrics) SetActiveLoad(workerType string, l activeLoad) {
 	if m == nil {
 		return
 	}
@@ -140,7 +140,7 @@ func (m *RouterMetrics) SetActiveLoad(workerType string, l ActiveLoad) {
 }
 
 // DeleteWorker drops the gauges of every dp rank of a worker that left.
-func (m *RouterMetrics) DeleteWorker(workerID uint64) {
+func (m *routerMetrics) DeleteWorker(workerID uint64) {
 	if m == nil {
 		return
 	}

@@ -29,21 +29,21 @@ func gatherHistogram(t *testing.T, reg *prometheus.Registry, name string) (count
 
 func TestRouterMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m, err := NewRouterMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"router_id": "42"}, reg), "")
+	m, err := newRouterMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"router_id": "42"}, reg), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.ObserveOverhead(Overhead{
+	m.ObserveOverhead(overhead{
 		BlockHashing: 250 * time.Microsecond,
 		FindMatches:  time.Millisecond,
 		SeqHashing:   100 * time.Microsecond,
 		Scheduling:   2 * time.Millisecond,
 		Total:        4 * time.Millisecond,
 	})
-	m.ObserveSelection(Selection{OverlapBlocks: 3, RequiredBlocks: 4})
-	m.ObserveSelection(Selection{OverlapBlocks: 0, RequiredBlocks: 0}) // no hit rate
-	m.SetActiveLoad("decode", ActiveLoad{WorkerID: 7, DPRank: 1, ActiveDecodeBlocks: new(uint64(12)), ActivePrefillTokens: new(uint64(300))})
-	m.SetActiveLoad("decode", ActiveLoad{WorkerID: 7, DPRank: 1, ActivePrefillTokens: new(uint64(0))})
+	m.ObserveSelection(selection{OverlapBlocks: 3, RequiredBlocks: 4})
+	m.ObserveSelection(selection{OverlapBlocks: 0, RequiredBlocks: 0}) // no hit rate
+	m.SetActiveLoad("decode", activeLoad{WorkerID: 7, DPRank: 1, ActiveDecodeBlocks: new(uint64(12)), ActivePrefillTokens: new(uint64(300))})
+	m.SetActiveLoad("decode", activeLoad{WorkerID: 7, DPRank: 1, ActivePrefillTokens: new(uint64(0))})
 
 	for name, sum := range map[string]float64{
 		"dynamo_router_overhead_block_hashing_ms":        0.25,
@@ -81,25 +81,25 @@ dynamo_frontend_worker_active_prefill_tokens{dp_rank="1",router_id="42",worker_i
 	}
 
 	// Same names again: registration fails.
-	if _, err := NewRouterMetrics(reg, ""); err == nil {
+	if _, err := newRouterMetrics(reg, ""); err == nil {
 		t.Error("duplicate registration accepted")
 	}
-	if _, err := NewRouterMetrics(nil, ""); err == nil {
+	if _, err := newRouterMetrics(nil, ""); err == nil {
 		t.Error("nil registerer accepted")
 	}
 	// Another prefix registers side by side.
-	other, err := NewRouterMetrics(reg, "test")
+	other, err := newRouterMetrics(reg, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	other.ObserveOverhead(Overhead{Total: time.Millisecond})
+	other.ObserveOverhead(overhead{Total: time.Millisecond})
 	if n, _ := gatherHistogram(t, reg, "test_router_overhead_total_ms"); n != 1 {
 		t.Errorf("prefixed histogram count %d", n)
 	}
 
-	var none *RouterMetrics // nil records nothing
-	none.ObserveOverhead(Overhead{})
-	none.ObserveSelection(Selection{})
-	none.SetActiveLoad("decode", ActiveLoad{})
+	var none *routerMetrics // nil records nothing
+	none.ObserveOverhead(overhead{})
+	none.ObserveSelection(selection{})
+	none.SetActiveLoad("decode", activeLoad{})
 	none.DeleteWorker(1)
 }

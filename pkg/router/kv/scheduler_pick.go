@@ -7,7 +7,7 @@ import (
 
 // pick returns the index of the chosen cost (spec §4.3). costs is sorted
 // by worker and never empty.
-func (s *Scheduler) pick(costs []WorkerCost, temperature float64) int {
+func (s *Scheduler) pick(costs []workerCost, temperature float64) int {
 	if temperature == 0 {
 		return s.pickMin(costs)
 	}
@@ -17,7 +17,7 @@ func (s *Scheduler) pick(costs []WorkerCost, temperature float64) int {
 // pickMin: the candidates with the minimum logit (exact equality); among
 // several, those with the smallest tree size; among several of those, one
 // uniformly at random.
-func (s *Scheduler) pickMin(costs []WorkerCost) int {
+func (s *Scheduler) pickMin(costs []workerCost) int {
 	minLogit := math.Inf(1)
 	for _, c := range costs {
 		minLogit = min(minLogit, c.Logit)
@@ -45,7 +45,7 @@ func (s *Scheduler) pickMin(costs []WorkerCost) int {
 // z_i = −(logit_i/(max−min))/t, p_i = exp(z_i − max z)/Σ. The first index
 // whose cumulative probability reaches u ∈ [0,1) wins; the last is the
 // fallback.
-func (s *Scheduler) pickSoftmax(costs []WorkerCost, t float64) int {
+func (s *Scheduler) pickSoftmax(costs []workerCost, t float64) int {
 	p := softmaxProbs(costs, t)
 	u := s.randFloat()
 	cum := 0.0
@@ -59,7 +59,7 @@ func (s *Scheduler) pickSoftmax(costs []WorkerCost, t float64) int {
 }
 
 // softmaxProbs is the distribution pickSoftmax draws from.
-func softmaxProbs(costs []WorkerCost, t float64) []float64 {
+func softmaxProbs(costs []workerCost, t float64) []float64 {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, c := range costs {
 		lo, hi = min(lo, c.Logit), max(hi, c.Logit)

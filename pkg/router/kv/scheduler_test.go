@@ -12,16 +12,16 @@ import (
 )
 
 // newTestScheduler builds a scheduler with a seeded random source.
-func newTestScheduler(t *testing.T, cfg SchedulerConfig, busy BusyChecker) *Scheduler {
+func newTestScheduler(t *testing.T, cfg schedulerConfig, busy busyChecker) *Scheduler {
 	t.Helper()
-	s, err := NewScheduler(cfg, SchedulerDeps{Busy: busy, Rand: rand.New(rand.NewPCG(1, 2))})
+	s, err := newScheduler(cfg, schedulerDeps{Busy: busy, Rand: rand.New(rand.NewPCG(1, 2))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func schedLogits(sel Selection) map[Worker]float64 {
+func schedLogits(sel selection) map[Worker]float64 {
 	out := make(map[Worker]float64, len(sel.Costs))
 	for _, c := range sel.Costs {
 		out[c.Worker] = c.Logit
@@ -36,13 +36,13 @@ func schedLogits(sel Selection) map[Worker]float64 {
 func TestSchedulerDocsExample(t *testing.T) {
 	const bs = 16
 	w1, w2, w3 := Worker{ID: 1}, Worker{ID: 2}, Worker{ID: 3}
-	overlaps := OverlapScores{
+	overlaps := overlapScores{
 		Scores:    map[Worker]uint32{w1: 2, w2: 5, w3: 8},
 		TreeSizes: map[Worker]int{w1: 40, w2: 50, w3: 60},
 	}
 	// Decode blocks = active + new: 10, 5 and 9.
-	docsLoads := func() map[Worker]WorkerLoad {
-		return map[Worker]WorkerLoad{
+	docsLoads := func() map[Worker]workerLoad {
+		return map[Worker]workerLoad{
 			w1: {ActiveBlocks: 2, NewBlocks: 8},
 			w2: {ActiveBlocks: 0, NewBlocks: 5},
 			w3: {ActiveBlocks: 7, NewBlocks: 2},
@@ -59,7 +59,7 @@ func TestSchedulerDocsExample(t *testing.T) {
 		name    string
 		weight  float64
 		isl     int
-		loads   map[Worker]WorkerLoad
+		loads   map[Worker]workerLoad
 		want    Worker
 		overlap uint32
 		logits  map[Worker]float64
@@ -79,8 +79,8 @@ func TestSchedulerDocsExample(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newTestScheduler(t, SchedulerConfig{OverlapScoreWeight: tc.weight, BlockSize: bs}, nil)
-			sel, err := s.Select(ScheduleRequest{Candidates: []Worker{w3, w1, w2}, ISL: tc.isl, Overlaps: overlaps, Loads: tc.loads})
+			s := newTestScheduler(t, schedulerConfig{OverlapScoreWeight: tc.weight, BlockSize: bs}, nil)
+			sel, err := s.Select(scheduleRequest{Candidates: []Worker{w3, w1, w2}, ISL: tc.isl, Overlaps: overlaps, Loads: tc.loads})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,17 +102,17 @@ func TestSchedulerDocsExample(t *testing.T) {
 
 func TestSchedulerCostTerms(t *testing.T) {
 	w := Worker{ID: 9, DPRank: 1}
-	s := newTestScheduler(t, DefaultSchedulerConfig(4), nil)
-	sel, err := s.Select(ScheduleRequest{
+	s := newTestScheduler(t, defaultSchedulerConfig(4), nil)
+	sel, err := s.Select(scheduleRequest{
 		Candidates: []Worker{w},
 		ISL:        10,
-		Overlaps:   OverlapScores{Scores: map[Worker]uint32{w: 1}, TreeSizes: map[Worker]int{w: 7}},
-		Loads:      map[Worker]WorkerLoad{w: {ActivePrefillTokens: 6, ActiveBlocks: 3, NewBlocks: 2}},
+		Overlaps:   overlapScores{Scores: map[Worker]uint32{w: 1}, TreeSizes: map[Worker]int{w: 7}},
+		Loads:      map[Worker]workerLoad{w: {ActivePrefillTokens: 6, ActiveBlocks: 3, NewBlocks: 2}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []WorkerCost{{
+	want := []workerCost{{
 		Worker: w, OverlapBlocks: 1, TreeSize: 7,
 		PrefillTokens: 6 + (10 - 4), PrefillBlocks: 3, DecodeBlocks: 5, Logit: 8,
 	}}
@@ -148,21 +148,21 @@ func TestSchedulerTieBreaks(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var cands []Worker
-			ov := OverlapScores{Scores: map[Worker]uint32{}, TreeSizes: map[Worker]int{}}
-			loads := map[Worker]WorkerLoad{}
+			ov := overlapScores{Scores: map[Worker]uint32{}, TreeSizes: map[Worker]int{}}
+			loads := map[Worker]workerLoad{}
 			for i := range tc.decode {
 				w := Worker{ID: uint64(100 + i)}
 				cands = append(cands, w)
-				loads[w] = WorkerLoad{ActiveBlocks: tc.decode[i]}
+				loads[w] = workerLoad{ActiveBlocks: tc.decode[i]}
 				if tc.tree[i] >= 0 {
 					ov.TreeSizes[w] = tc.tree[i]
 				}
 			}
-			s := newTestScheduler(t, DefaultSchedulerConfig(16), nil)
+			s := newTestScheduler(t, defaultSchedulerConfig(16), nil)
 			const draws = 3000
 			counts := map[int]int{}
 			for range draws {
-				sel, err := s.Select(ScheduleRequest{Candidates: cands, ISL: 32, Overlaps: ov, Loads: loads})
+				sel, err := s.Select(scheduleRequest{Candidates: cands, ISL: 32, Overlaps: ov, Loads: loads})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -195,11 +195,11 @@ func TestSchedulerTieBreaks(t *testing.T) {
 func TestSchedulerSoftmax(t *testing.T) {
 	decode := []int{2, 5, 6, 12}
 	var cands []Worker
-	loads := map[Worker]WorkerLoad{}
+	loads := map[Worker]workerLoad{}
 	for i, d := range decode {
 		w := Worker{ID: uint64(i + 1)}
 		cands = append(cands, w)
-		loads[w] = WorkerLoad{ActiveBlocks: d}
+		loads[w] = workerLoad{ActiveBlocks: d}
 	}
 	// ISL 0: the logit is the decode blocks alone.
 	logits := []float64{2, 5, 6, 12}
@@ -219,11 +219,11 @@ func TestSchedulerSoftmax(t *testing.T) {
 				t.Fatalf("best/worst = %v, want exp(1/T) = %v", r, math.Exp(1/temp))
 			}
 
-			s := newTestScheduler(t, SchedulerConfig{OverlapScoreWeight: 1, Temperature: temp, BlockSize: 16}, nil)
+			s := newTestScheduler(t, schedulerConfig{OverlapScoreWeight: 1, Temperature: temp, BlockSize: 16}, nil)
 			const draws = 20000
 			counts := make([]int, len(logits))
 			for range draws {
-				sel, err := s.Select(ScheduleRequest{Candidates: cands, Loads: loads})
+				sel, err := s.Select(scheduleRequest{Candidates: cands, Loads: loads})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -243,11 +243,11 @@ func TestSchedulerSoftmax(t *testing.T) {
 
 func TestSchedulerSoftmaxEqualLogitsUniform(t *testing.T) {
 	cands := []Worker{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}}
-	s := newTestScheduler(t, SchedulerConfig{OverlapScoreWeight: 1, Temperature: 0.1, BlockSize: 16}, nil)
+	s := newTestScheduler(t, schedulerConfig{OverlapScoreWeight: 1, Temperature: 0.1, BlockSize: 16}, nil)
 	const draws = 8000
 	counts := map[uint64]int{}
 	for range draws {
-		sel, err := s.Select(ScheduleRequest{Candidates: cands, ISL: 64})
+		sel, err := s.Select(scheduleRequest{Candidates: cands, ISL: 64})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,13 +262,13 @@ func TestSchedulerSoftmaxEqualLogitsUniform(t *testing.T) {
 
 func TestSchedulerOverride(t *testing.T) {
 	w1, w2 := Worker{ID: 1}, Worker{ID: 2}
-	req := ScheduleRequest{
+	req := scheduleRequest{
 		Candidates: []Worker{w1, w2},
 		ISL:        64,
-		Overlaps:   OverlapScores{Scores: map[Worker]uint32{w1: 4}},
-		Loads:      map[Worker]WorkerLoad{w1: {ActiveBlocks: 3}, w2: {}},
+		Overlaps:   overlapScores{Scores: map[Worker]uint32{w1: 4}},
+		Loads:      map[Worker]workerLoad{w1: {ActiveBlocks: 3}, w2: {}},
 	}
-	s := newTestScheduler(t, DefaultSchedulerConfig(16), nil)
+	s := newTestScheduler(t, defaultSchedulerConfig(16), nil)
 	// Weight 1: w1 = 0 + 3, w2 = 4 + 0.
 	if sel, err := s.Select(req); err != nil || sel.Worker != w1 {
 		t.Fatalf("Select = %+v, %v; want w1", sel.Worker, err)
@@ -290,10 +290,10 @@ func (b busySet) Busy(id uint64) bool { return b[id] }
 
 func TestSchedulerBusyAndErrors(t *testing.T) {
 	w1, w2, w3 := Worker{ID: 1}, Worker{ID: 2}, Worker{ID: 2, DPRank: 1}
-	ov := OverlapScores{Scores: map[Worker]uint32{w2: 4, w3: 4}}
-	req := ScheduleRequest{Candidates: []Worker{w1, w2, w3, w2}, ISL: 64, Overlaps: ov}
+	ov := overlapScores{Scores: map[Worker]uint32{w2: 4, w3: 4}}
+	req := scheduleRequest{Candidates: []Worker{w1, w2, w3, w2}, ISL: 64, Overlaps: ov}
 
-	s := newTestScheduler(t, DefaultSchedulerConfig(16), busySet{2: true})
+	s := newTestScheduler(t, defaultSchedulerConfig(16), busySet{2: true})
 	sel, err := s.Select(req)
 	if err != nil {
 		t.Fatal(err)
@@ -302,9 +302,9 @@ func TestSchedulerBusyAndErrors(t *testing.T) {
 		t.Errorf("busy worker 2 not skipped: chose %+v among %d", sel.Worker, len(sel.Costs))
 	}
 
-	s = newTestScheduler(t, DefaultSchedulerConfig(16), busySet{1: true, 2: true})
+	s = newTestScheduler(t, defaultSchedulerConfig(16), busySet{1: true, 2: true})
 	_, err = s.Select(req)
-	if !errors.Is(err, ErrAllWorkersBusy) || !errors.Is(err, runtime.ErrWorkerOverloaded) {
+	if !errors.Is(err, errAllWorkersBusy) || !errors.Is(err, runtime.ErrWorkerOverloaded) {
 		t.Errorf("all busy: err = %v, want ErrAllWorkersBusy and runtime.ErrWorkerOverloaded", err)
 	}
 	var re *runtime.Error
@@ -312,34 +312,34 @@ func TestSchedulerBusyAndErrors(t *testing.T) {
 		t.Errorf("all busy: no *runtime.Error with a message in %v", err)
 	}
 
-	if _, err := s.Select(ScheduleRequest{ISL: 64}); !errors.Is(err, ErrNoWorkers) {
+	if _, err := s.Select(scheduleRequest{ISL: 64}); !errors.Is(err, errNoWorkers) {
 		t.Errorf("no candidates: err = %v, want ErrNoWorkers", err)
 	}
-	if _, err := s.Select(ScheduleRequest{Candidates: []Worker{w1}, ISL: -1}); err == nil {
+	if _, err := s.Select(scheduleRequest{Candidates: []Worker{w1}, ISL: -1}); err == nil {
 		t.Error("negative ISL accepted")
 	}
-	sel, err = newTestScheduler(t, DefaultSchedulerConfig(16), nil).Select(req)
+	sel, err = newTestScheduler(t, defaultSchedulerConfig(16), nil).Select(req)
 	if err != nil || len(sel.Costs) != 3 {
 		t.Errorf("duplicates not removed: %d costs, err %v", len(sel.Costs), err)
 	}
 }
 
 func TestSchedulerConfigValidate(t *testing.T) {
-	for _, cfg := range []SchedulerConfig{
+	for _, cfg := range []schedulerConfig{
 		{BlockSize: 0, OverlapScoreWeight: 1},
 		{BlockSize: 16, OverlapScoreWeight: -1},
 		{BlockSize: 16, OverlapScoreWeight: math.NaN()},
 		{BlockSize: 16, Temperature: -0.5},
 		{BlockSize: 16, Temperature: math.Inf(1)},
 	} {
-		if _, err := NewScheduler(cfg, SchedulerDeps{}); err == nil {
+		if _, err := newScheduler(cfg, schedulerDeps{}); err == nil {
 			t.Errorf("NewScheduler(%+v) accepted", cfg)
 		}
 	}
-	if _, err := NewScheduler(DefaultSchedulerConfig(16), SchedulerDeps{}); err != nil {
+	if _, err := newScheduler(defaultSchedulerConfig(16), schedulerDeps{}); err != nil {
 		t.Errorf("default config rejected: %v", err)
 	}
-	if got := DefaultSchedulerConfig(8); got.OverlapScoreWeight != 1 || got.Temperature != 0 || got.BlockSize != 8 {
+	if got := defaultSchedulerConfig(8); got.OverlapScoreWeight != 1 || got.Temperature != 0 || got.BlockSize != 8 {
 		t.Errorf("DefaultSchedulerConfig = %+v", got)
 	}
 }
@@ -347,13 +347,13 @@ func TestSchedulerConfigValidate(t *testing.T) {
 // TestSchedulerDefaultRandConcurrent runs Select without an injected
 // source from several goroutines (run with -race).
 func TestSchedulerDefaultRandConcurrent(t *testing.T) {
-	s, err := NewScheduler(SchedulerConfig{OverlapScoreWeight: 1, Temperature: 1, BlockSize: 16}, SchedulerDeps{})
+	s, err := newScheduler(schedulerConfig{OverlapScoreWeight: 1, Temperature: 1, BlockSize: 16}, schedulerDeps{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	seeded := newTestScheduler(t, SchedulerConfig{OverlapScoreWeight: 1, Temperature: 1, BlockSize: 16}, nil)
-	req := ScheduleRequest{Candidates: []Worker{{ID: 1}, {ID: 2}}, ISL: 64,
-		Loads: map[Worker]WorkerLoad{{ID: 1}: {ActiveBlocks: 1}, {ID: 2}: {ActiveBlocks: 2}}}
+	seeded := newTestScheduler(t, schedulerConfig{OverlapScoreWeight: 1, Temperature: 1, BlockSize: 16}, nil)
+	req := scheduleRequest{Candidates: []Worker{{ID: 1}, {ID: 2}}, ISL: 64,
+		Loads: map[Worker]workerLoad{{ID: 1}: {ActiveBlocks: 1}, {ID: 2}: {ActiveBlocks: 2}}}
 	done := make(chan struct{})
 	for range 4 {
 		go func() {

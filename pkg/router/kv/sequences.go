@@ -11,64 +11,64 @@ import (
 	"time"
 )
 
-// ErrDuplicateRequest is returned by Sequences.Add for a request id that is
+// errDuplicateRequest is returned by sequences.Add for a request id that is
 // already active.
-var ErrDuplicateRequest = errors.New("kv: request already active")
+var errDuplicateRequest = errors.New("kv: request already active")
 
-// DefaultSequenceExpiry is the period of the lazy force-expiry of leaked
+// defaultSequenceExpiry is the period of the lazy force-expiry of leaked
 // requests: a request still active two ticks after it was first seen is
 // freed (so after 300 to 600 s).
-const DefaultSequenceExpiry = 300 * time.Second
+const defaultSequenceExpiry = 300 * time.Second
 
-// SequencesConfig configures a Sequences.
-type SequencesConfig struct {
+// sequencesConfig configures a sequences.
+type sequencesConfig struct {
 	// BlockSize is the KV block size in tokens; it must be > 0.
 	BlockSize int
 	// TrackActiveBlocks counts the blocks of active requests as decode
 	// load (--router-track-active-blocks, on by default in
-	// DefaultSequencesConfig). When false, tracking hashes are ignored and
+	// defaultSequencesConfig). When false, tracking hashes are ignored and
 	// every worker's active and new blocks are 0.
 	TrackActiveBlocks bool
-	// Expiry is the force-expiry period; 0 means DefaultSequenceExpiry.
+	// Expiry is the force-expiry period; 0 means defaultSequenceExpiry.
 	Expiry time.Duration
 	// RouterID identifies this router in replica-sync events; events
 	// carrying it are ignored by Apply.
 	RouterID uint64
 }
 
-// DefaultSequencesConfig returns the reference defaults for blockSize:
+// defaultSequencesConfig returns the reference defaults for blockSize:
 // active-block tracking on, 300 s expiry.
-func DefaultSequencesConfig(blockSize int) SequencesConfig {
-	return SequencesConfig{BlockSize: blockSize, TrackActiveBlocks: true, Expiry: DefaultSequenceExpiry}
+func defaultSequencesConfig(blockSize int) sequencesConfig {
+	return sequencesConfig{BlockSize: blockSize, TrackActiveBlocks: true, Expiry: defaultSequenceExpiry}
 }
 
-// SequencesDeps are the hooks and collaborators of a Sequences; every
+// sequencesDeps are the hooks and collaborators of a sequences; every
 // field may be nil.
-type SequencesDeps struct {
-	// Publish receives a SequenceEvent for each local Add, prefill
+type sequencesDeps struct {
+	// Publish receives a sequenceEvent for each local Add, prefill
 	// completion and Free, before it is applied (--router-replica-sync).
 	// It runs on the caller's goroutine and must not block.
-	Publish func(SequenceEvent)
+	Publish func(sequenceEvent)
 	// OnLoad receives the load of a (worker, dp rank) after every change
 	// to it, for the worker gauges and the kv_metrics subject. It runs
 	// with the tracker's lock held: it must not block or call back into
-	// the Sequences.
-	OnLoad func(ActiveLoad)
+	// the sequences.
+	OnLoad func(activeLoad)
 	// Now is the clock for force-expiry; nil means time.Now.
 	Now func() time.Time
 	// Logger receives accounting anomalies; nil discards.
 	Logger *slog.Logger
 }
 
-// ActiveRequest is a request routed to a worker, as Sequences.Add takes
+// activeRequest is a request routed to a worker, as sequences.Add takes
 // it.
-type ActiveRequest struct {
+type activeRequest struct {
 	// ID is the request id; unique among active requests.
 	ID string
 	// Worker is the (worker, dp rank) it was routed to.
 	Worker Worker
 	// Hashes are the tracking hashes of its full prompt blocks (see
-	// TrackingHashes); ignored when active-block tracking is off.
+	// trackingHashes); ignored when active-block tracking is off.
 	Hashes []uint64
 	// ISL is the prompt length in tokens.
 	ISL int
@@ -82,14 +82,14 @@ type ActiveRequest struct {
 	LoraName string
 }
 
-// Sequences tracks, per (worker, dp rank), the requests routed and not yet
+// sequences tracks, per (worker, dp rank), the requests routed and not yet
 // finished, and the load they add: queued prompt tokens until the first
 // output token, and the distinct KV blocks they reference until they end
 // (the reference system's "slot manager"). Safe for concurrent use; it
 // owns no goroutines.
 type Sequences struct {
-	cfg  SequencesConfig
-	deps SequencesDeps
+	cfg  sequencesConfig
+	deps sequencesDeps
 	log  *slog.Logger
 
 	mu       sync.Mutex
@@ -97,8 +97,8 @@ type Sequences struct {
 	owner    map[string]Worker // request id → worker
 }
 
-// NewSequences returns an empty tracker.
-func NewSequences(cfg SequencesConfig, deps SequencesDeps) (*Sequences, error) {
+// newSequences returns an empty tracker.
+func newSequences(cfg sequencesConfig, deps sequencesDeps) (*Sequences, error) {
 	if cfg.BlockSize <= 0 {
 		return nil, fmt.Errorf("kv: sequences: block size %d must be positive", cfg.BlockSize)
 	}
@@ -106,7 +106,7 @@ func NewSequences(cfg SequencesConfig, deps SequencesDeps) (*Sequences, error) {
 		return nil, fmt.Errorf("kv: sequences: negative expiry %v", cfg.Expiry)
 	}
 	if cfg.Expiry == 0 {
-		cfg.Expiry = DefaultSequenceExpiry
+		cfg.Expiry = defaultSequenceExpiry
 	}
 	if deps.Now == nil {
 		deps.Now = time.Now
@@ -126,20 +126,20 @@ func NewSequences(cfg SequencesConfig, deps SequencesDeps) (*Sequences, error) {
 // Overlap·block size) join the worker's active prefill tokens and its
 // hashes the worker's active blocks. A worker not yet known gets a
 // tracker. It first force-expires the worker's leaked requests and
-// returns their ids. A request id already active is ErrDuplicateRequest.
-func (s *Sequences) Add(r ActiveRequest) (expired []string, err error) {
+// returns their ids. A request id already active is errDuplicateRequest.
+func (s *Sequences) Add(r activeRequest) (expired []string, err error) {
 	if s.isActive(r.ID) {
-		return nil, fmt.Errorf("%w: %q", ErrDuplicateRequest, r.ID)
+		return nil, fmt.Errorf("%w: %q", errDuplicateRequest, r.ID)
 	}
-	s.publish(SequenceEvent{RequestID: r.ID, Worker: r.Worker, Op: OpAddRequest, Add: r.eventData(s.cfg.TrackActiveBlocks), LoraName: r.LoraName})
+	s.publish(sequenceEvent{RequestID: r.ID, Worker: r.Worker, Op: opAddRequest, Add: r.eventData(s.cfg.TrackActiveBlocks), LoraName: r.LoraName})
 	return s.add(r)
 }
 
-func (s *Sequences) add(r ActiveRequest) ([]string, error) {
+func (s *Sequences) add(r activeRequest) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.owner[r.ID]; dup {
-		return nil, fmt.Errorf("%w: %q", ErrDuplicateRequest, r.ID)
+		return nil, fmt.Errorf("%w: %q", errDuplicateRequest, r.ID)
 	}
 	t := s.tracker(r.Worker)
 	expired := t.expire(s.deps.Now(), s.cfg.Expiry)
@@ -169,7 +169,7 @@ func (s *Sequences) add(r ActiveRequest) ([]string, error) {
 // unknown ids are ignored.
 func (s *Sequences) MarkPrefillCompleted(requestID string) {
 	if w, ok := s.workerOf(requestID); ok {
-		s.publish(SequenceEvent{RequestID: requestID, Worker: w, Op: OpMarkPrefillCompleted})
+		s.publish(sequenceEvent{RequestID: requestID, Worker: w, Op: opMarkPrefillCompleted})
 	}
 	s.markPrefillCompleted(requestID)
 }
@@ -190,7 +190,7 @@ func (s *Sequences) markPrefillCompleted(requestID string) {
 // referenced. Unknown ids are ignored, so a double free is harmless.
 func (s *Sequences) Free(requestID string) {
 	if w, ok := s.workerOf(requestID); ok {
-		s.publish(SequenceEvent{RequestID: requestID, Worker: w, Op: OpFree})
+		s.publish(sequenceEvent{RequestID: requestID, Worker: w, Op: opFree})
 	}
 	s.free(requestID)
 }
@@ -235,12 +235,12 @@ func (s *Sequences) AddOutputBlock(requestID string, generatedTokens int) {
 
 // Loads returns, for every tracked (worker, dp rank), its active load and
 // how many of hashes (a request's tracking hashes) it does not reference.
-func (s *Sequences) Loads(hashes []uint64) map[Worker]WorkerLoad {
+func (s *Sequences) Loads(hashes []uint64) map[Worker]workerLoad {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[Worker]WorkerLoad, len(s.trackers))
+	out := make(map[Worker]workerLoad, len(s.trackers))
 	for w, t := range s.trackers {
-		l := WorkerLoad{ActivePrefillTokens: t.prefillTokens, ActiveBlocks: t.activeBlocks()}
+		l := workerLoad{ActivePrefillTokens: t.prefillTokens, ActiveBlocks: t.activeBlocks()}
 		if s.cfg.TrackActiveBlocks {
 			l.NewBlocks = t.newBlocks(hashes)
 		}
@@ -250,10 +250,10 @@ func (s *Sequences) Loads(hashes []uint64) map[Worker]WorkerLoad {
 }
 
 // ActiveLoads returns the load of every tracked (worker, dp rank), sorted.
-func (s *Sequences) ActiveLoads() []ActiveLoad {
+func (s *Sequences) ActiveLoads() []activeLoad {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]ActiveLoad, 0, len(s.trackers))
+	out := make([]activeLoad, 0, len(s.trackers))
 	for _, w := range slices.SortedFunc(maps.Keys(s.trackers), compareWorkers) {
 		out = append(out, seqActiveLoad(w, s.trackers[w]))
 	}
@@ -290,12 +290,12 @@ func (s *Sequences) UpdateWorkers(workers []Worker) {
 	}
 }
 
-// TrackingHashes returns the hashes Sequences tracks for a prompt whose
+// trackingHashes returns the hashes sequences tracks for a prompt whose
 // full blocks have the given sequence hashes (kvblock.SeqHashes): the
 // sequence hashes themselves when assumeKVReuse (the default), so shared
 // prefixes of concurrent requests count once, or one random hash per
 // block when not (--no-router-assume-kv-reuse).
-func TrackingHashes(seqHashes []uint64, assumeKVReuse bool) []uint64 {
+func trackingHashes(seqHashes []uint64, assumeKVReuse bool) []uint64 {
 	if assumeKVReuse {
 		return slices.Clone(seqHashes)
 	}
@@ -327,7 +327,7 @@ func (s *Sequences) workerOf(id string) (Worker, bool) {
 	return w, ok
 }
 
-func (s *Sequences) publish(ev SequenceEvent) {
+func (s *Sequences) publish(ev sequenceEvent) {
 	if s.deps.Publish != nil {
 		ev.RouterID = s.cfg.RouterID
 		s.deps.Publish(ev)
@@ -341,8 +341,8 @@ func (s *Sequences) changed(w Worker, t *seqTracker) {
 	}
 }
 
-func seqActiveLoad(w Worker, t *seqTracker) ActiveLoad {
-	return ActiveLoad{
+func seqActiveLoad(w Worker, t *seqTracker) activeLoad {
+	return activeLoad{
 		WorkerID:            w.ID,
 		DPRank:              w.DPRank,
 		ActiveDecodeBlocks:  new(uint64(max(0, t.activeBlocks()))),

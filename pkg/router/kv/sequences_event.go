@@ -10,22 +10,22 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
 )
 
-// ActiveSequencesTopic is the component-scoped event-plane topic replica
+// activeSequencesTopic is the component-scoped event-plane topic replica
 // events travel on (the reference system's ACTIVE_SEQUENCES_SUBJECT).
-const ActiveSequencesTopic = "active_sequences_events"
+const activeSequencesTopic = "active_sequences_events"
 
-// SequenceOp is the kind of a SequenceEvent.
-type SequenceOp string
+// sequenceOp is the kind of a sequenceEvent.
+type sequenceOp string
 
 // The operations replicas share; the values are the reference variant
 // names.
 const (
-	OpAddRequest           SequenceOp = "AddRequest"
-	OpMarkPrefillCompleted SequenceOp = "MarkPrefillCompleted"
-	OpFree                 SequenceOp = "Free"
+	opAddRequest           sequenceOp = "AddRequest"
+	opMarkPrefillCompleted sequenceOp = "MarkPrefillCompleted"
+	opFree                 sequenceOp = "Free"
 )
 
-// SequenceEvent is one change to the active sequences, shared between
+// sequenceEvent is one change to the active sequences, shared between
 // router replicas (--router-replica-sync; the reference system's
 // ActiveSequenceEvent). On the event plane it has the reference form
 // (shown as JSON; see kvblock.Marshal for the encoding):
@@ -35,23 +35,23 @@ const (
 //	          "overlap": 0, "expected_output_tokens": null}}
 //	         | "MarkPrefillCompleted" | "Free",
 //	 "router_id": 7, "lora_name": null}
-type SequenceEvent struct {
+type sequenceEvent struct {
 	// RequestID is the request the change is about.
 	RequestID string
 	// Worker is the (worker, dp rank) the request was routed to.
 	Worker Worker
 	// Op is the change.
-	Op SequenceOp
-	// Add is the request's data; set iff Op is OpAddRequest.
-	Add *SequenceAdd
+	Op sequenceOp
+	// Add is the request's data; set iff Op is opAddRequest.
+	Add *sequenceAdd
 	// RouterID is the publishing router's id.
 	RouterID uint64
 	// LoraName is the adapter, "" for none.
 	LoraName string
 }
 
-// SequenceAdd is the payload of an OpAddRequest event.
-type SequenceAdd struct {
+// sequenceAdd is the payload of an opAddRequest event.
+type sequenceAdd struct {
 	// TokenSequence are the tracking hashes; nil when the publisher does
 	// not track active blocks.
 	TokenSequence []uint64 `json:"token_sequence"`
@@ -63,9 +63,9 @@ type SequenceAdd struct {
 	ExpectedOutputTokens *uint32 `json:"expected_output_tokens"`
 }
 
-// eventData is r as the payload of its OpAddRequest event.
-func (r ActiveRequest) eventData(trackBlocks bool) *SequenceAdd {
-	a := &SequenceAdd{ISL: r.ISL, Overlap: r.Overlap}
+// eventData is r as the payload of its opAddRequest event.
+func (r activeRequest) eventData(trackBlocks bool) *sequenceAdd {
+	a := &sequenceAdd{ISL: r.ISL, Overlap: r.Overlap}
 	if trackBlocks && r.Hashes != nil {
 		a.TokenSequence = r.Hashes
 	}
@@ -78,17 +78,17 @@ func (r ActiveRequest) eventData(trackBlocks bool) *SequenceAdd {
 // Apply applies a peer router's event. Events carrying this router's own
 // id are ignored; prefill completion and free of unknown ids are no-ops.
 // Nothing is published. An AddRequest for an active id is
-// ErrDuplicateRequest.
-func (s *Sequences) Apply(ev SequenceEvent) error {
+// errDuplicateRequest.
+func (s *Sequences) Apply(ev sequenceEvent) error {
 	if ev.RouterID == s.cfg.RouterID {
 		return nil
 	}
 	switch ev.Op {
-	case OpAddRequest:
+	case opAddRequest:
 		if ev.Add == nil {
 			return fmt.Errorf("kv: apply %s %q: no data", ev.Op, ev.RequestID)
 		}
-		r := ActiveRequest{
+		r := activeRequest{
 			ID: ev.RequestID, Worker: ev.Worker, Hashes: ev.Add.TokenSequence,
 			ISL: ev.Add.ISL, Overlap: ev.Add.Overlap, LoraName: ev.LoraName,
 		}
@@ -97,9 +97,9 @@ func (s *Sequences) Apply(ev SequenceEvent) error {
 		}
 		_, err := s.add(r)
 		return err
-	case OpMarkPrefillCompleted:
+	case opMarkPrefillCompleted:
 		s.markPrefillCompleted(ev.RequestID)
-	case OpFree:
+	case opFree:
 		s.free(ev.RequestID)
 	default:
 		return fmt.Errorf("kv: apply: unknown op %q", ev.Op)
@@ -112,7 +112,7 @@ type seqEventWorker struct {
 	DPRank   uint32 `json:"dp_rank"`
 }
 
-// seqEventWire is a SequenceEvent on the event plane (see
+// seqEventWire is a sequenceEvent on the event plane (see
 // kvblock.Marshal for the encoding).
 type seqEventWire struct {
 	RequestID string         `json:"request_id"`
@@ -122,22 +122,22 @@ type seqEventWire struct {
 	LoraName  *string        `json:"lora_name"`
 }
 
-// sequenceData is the externally tagged data of a SequenceEvent.
+// sequenceData is the externally tagged data of a sequenceEvent.
 type sequenceData struct {
-	op  SequenceOp
-	add *SequenceAdd
+	op  sequenceOp
+	add *sequenceAdd
 }
 
 // EncodeMsgpack writes {"AddRequest": {...}}, "MarkPrefillCompleted" or
 // "Free".
 func (d sequenceData) EncodeMsgpack(enc *msgpack.Encoder) error {
 	switch d.op {
-	case OpAddRequest:
+	case opAddRequest:
 		if d.add == nil {
 			return errors.New("kv: AddRequest event without data")
 		}
-		return kvblock.EncodeVariant(enc, string(OpAddRequest), d.add)
-	case OpMarkPrefillCompleted, OpFree:
+		return kvblock.EncodeVariant(enc, string(opAddRequest), d.add)
+	case opMarkPrefillCompleted, opFree:
 		return enc.EncodeString(string(d.op))
 	}
 	return fmt.Errorf("kv: unknown sequence op %q", d.op)
@@ -149,14 +149,14 @@ func (d *sequenceData) DecodeMsgpack(dec *msgpack.Decoder) error {
 	if err != nil {
 		return err
 	}
-	switch op := SequenceOp(name); op {
-	case OpAddRequest:
+	switch op := sequenceOp(name); op {
+	case opAddRequest:
 		if code, err := dec.PeekCode(); err == nil && code == msgpcode.Nil {
 			return errors.New("kv: sequence event: AddRequest without data")
 		}
-		d.op, d.add = op, new(SequenceAdd)
+		d.op, d.add = op, new(sequenceAdd)
 		return payload(d.add)
-	case OpMarkPrefillCompleted, OpFree:
+	case opMarkPrefillCompleted, opFree:
 		d.op = op
 		return payload(nil)
 	}
@@ -164,7 +164,7 @@ func (d *sequenceData) DecodeMsgpack(dec *msgpack.Decoder) error {
 }
 
 // EncodeMsgpack writes the event-plane form (see kvblock.Marshal).
-func (ev SequenceEvent) EncodeMsgpack(enc *msgpack.Encoder) error {
+func (ev sequenceEvent) EncodeMsgpack(enc *msgpack.Encoder) error {
 	w := seqEventWire{
 		RequestID: ev.RequestID,
 		Worker:    seqEventWorker{WorkerID: ev.Worker.ID, DPRank: ev.Worker.DPRank},
@@ -179,7 +179,7 @@ func (ev SequenceEvent) EncodeMsgpack(enc *msgpack.Encoder) error {
 
 // DecodeMsgpack reads the event-plane form; a missing lora_name is
 // accepted.
-func (ev *SequenceEvent) DecodeMsgpack(dec *msgpack.Decoder) error {
+func (ev *sequenceEvent) DecodeMsgpack(dec *msgpack.Decoder) error {
 	var w seqEventWire
 	if err := dec.Decode(&w); err != nil {
 		return fmt.Errorf("kv: sequence event: %w", err)
@@ -187,7 +187,7 @@ func (ev *SequenceEvent) DecodeMsgpack(dec *msgpack.Decoder) error {
 	if w.Data.op == "" {
 		return errors.New("kv: sequence event without data")
 	}
-	*ev = SequenceEvent{
+	*ev = sequenceEvent{
 		RequestID: w.RequestID,
 		Worker:    Worker{ID: w.Worker.WorkerID, DPRank: w.Worker.DPRank},
 		Op:        w.Data.op,

@@ -34,28 +34,28 @@ func sortedJSON(t *testing.T, s string) string {
 func TestSequenceEventWire(t *testing.T) {
 	tests := []struct {
 		name string
-		ev   SequenceEvent
+		ev   sequenceEvent
 		json string
 	}{
 		{
 			name: "add",
-			ev: SequenceEvent{RequestID: "r1", Worker: Worker{ID: 5, DPRank: 1}, Op: OpAddRequest, RouterID: 7, LoraName: "lora-a",
-				Add: &SequenceAdd{TokenSequence: []uint64{1, 18446744073709551615}, ISL: 40, Overlap: 2, ExpectedOutputTokens: new(uint32(100))}},
+			ev: sequenceEvent{RequestID: "r1", Worker: Worker{ID: 5, DPRank: 1}, Op: opAddRequest, RouterID: 7, LoraName: "lora-a",
+				Add: &sequenceAdd{TokenSequence: []uint64{1, 18446744073709551615}, ISL: 40, Overlap: 2, ExpectedOutputTokens: new(uint32(100))}},
 			json: `{"request_id":"r1","worker":{"worker_id":5,"dp_rank":1},"data":{"AddRequest":{"token_sequence":[1,18446744073709551615],"isl":40,"overlap":2,"expected_output_tokens":100}},"router_id":7,"lora_name":"lora-a"}`,
 		},
 		{
 			name: "add without tracking",
-			ev:   SequenceEvent{RequestID: "r2", Op: OpAddRequest, RouterID: 7, Add: &SequenceAdd{ISL: 3}},
+			ev:   sequenceEvent{RequestID: "r2", Op: opAddRequest, RouterID: 7, Add: &sequenceAdd{ISL: 3}},
 			json: `{"request_id":"r2","worker":{"worker_id":0,"dp_rank":0},"data":{"AddRequest":{"token_sequence":null,"isl":3,"overlap":0,"expected_output_tokens":null}},"router_id":7,"lora_name":null}`,
 		},
 		{
 			name: "prefill completed",
-			ev:   SequenceEvent{RequestID: "r1", Worker: Worker{ID: 5}, Op: OpMarkPrefillCompleted, RouterID: 7},
+			ev:   sequenceEvent{RequestID: "r1", Worker: Worker{ID: 5}, Op: opMarkPrefillCompleted, RouterID: 7},
 			json: `{"request_id":"r1","worker":{"worker_id":5,"dp_rank":0},"data":"MarkPrefillCompleted","router_id":7,"lora_name":null}`,
 		},
 		{
 			name: "free",
-			ev:   SequenceEvent{RequestID: "r1", Worker: Worker{ID: 5}, Op: OpFree, RouterID: 7},
+			ev:   sequenceEvent{RequestID: "r1", Worker: Worker{ID: 5}, Op: opFree, RouterID: 7},
 			json: `{"request_id":"r1","worker":{"worker_id":5,"dp_rank":0},"data":"Free","router_id":7,"lora_name":null}`,
 		},
 	}
@@ -72,7 +72,7 @@ func TestSequenceEventWire(t *testing.T) {
 			if want := sortedJSON(t, tc.json); got != want {
 				t.Errorf("Marshal:\n got %s\nwant %s", got, want)
 			}
-			var back SequenceEvent
+			var back sequenceEvent
 			if err := kvblock.Unmarshal(b, &back); err != nil {
 				t.Fatal(err)
 			}
@@ -90,8 +90,8 @@ func TestSequenceEventWire(t *testing.T) {
 		}
 		return b
 	}
-	var ev SequenceEvent
-	if err := kvblock.Unmarshal(encode(map[string]any{"request_id": "x", "worker": map[string]any{"worker_id": 1}, "data": "Free", "router_id": 2}), &ev); err != nil || ev.Op != OpFree || ev.Worker.ID != 1 {
+	var ev sequenceEvent
+	if err := kvblock.Unmarshal(encode(map[string]any{"request_id": "x", "worker": map[string]any{"worker_id": 1}, "data": "Free", "router_id": 2}), &ev); err != nil || ev.Op != opFree || ev.Worker.ID != 1 {
 		t.Errorf("missing lora_name and dp_rank: %+v, %v", ev, err)
 	}
 	for name, bad := range map[string]any{
@@ -101,15 +101,15 @@ func TestSequenceEventWire(t *testing.T) {
 		"data is number":  map[string]any{"request_id": "x", "data": 5},
 		"not a map":       []int{},
 	} {
-		ev = SequenceEvent{}
+		ev = sequenceEvent{}
 		if err := kvblock.Unmarshal(encode(bad), &ev); err == nil {
 			t.Errorf("%s: accepted as %+v", name, ev)
 		}
 	}
-	if _, err := kvblock.Marshal(SequenceEvent{Op: OpAddRequest}); err == nil {
+	if _, err := kvblock.Marshal(sequenceEvent{Op: opAddRequest}); err == nil {
 		t.Error("AddRequest without data marshalled")
 	}
-	if _, err := kvblock.Marshal(SequenceEvent{Op: "Bogus"}); err == nil {
+	if _, err := kvblock.Marshal(sequenceEvent{Op: "Bogus"}); err == nil {
 		t.Error("unknown op marshalled")
 	}
 }
@@ -120,23 +120,23 @@ func TestSequenceEventWire(t *testing.T) {
 func TestSequencesReplicaSync(t *testing.T) {
 	w1, w2 := Worker{ID: 1}, Worker{ID: 2, DPRank: 3}
 	var wire [][]byte
-	cfgA := DefaultSequencesConfig(4)
+	cfgA := defaultSequencesConfig(4)
 	cfgA.RouterID = 100
-	a := newTestSequences(t, cfgA, SequencesDeps{Publish: func(ev SequenceEvent) {
+	a := newTestSequences(t, cfgA, sequencesDeps{Publish: func(ev sequenceEvent) {
 		b, err := kvblock.Marshal(ev)
 		if err != nil {
 			t.Error(err)
 		}
 		wire = append(wire, b)
 	}})
-	cfgB := DefaultSequencesConfig(4)
+	cfgB := defaultSequencesConfig(4)
 	cfgB.RouterID = 200
-	var bEvents []SequenceEvent
-	b := newTestSequences(t, cfgB, SequencesDeps{Publish: func(ev SequenceEvent) { bEvents = append(bEvents, ev) }})
+	var bEvents []sequenceEvent
+	b := newTestSequences(t, cfgB, sequencesDeps{Publish: func(ev sequenceEvent) { bEvents = append(bEvents, ev) }})
 
-	mustAdd(t, a, ActiveRequest{ID: "r1", Worker: w1, Hashes: []uint64{1, 2, 3}, ISL: 12, Overlap: 1, ExpectedOutputTokens: 20})
-	mustAdd(t, a, ActiveRequest{ID: "r2", Worker: w1, Hashes: []uint64{1, 2, 4}, ISL: 12})
-	mustAdd(t, a, ActiveRequest{ID: "r3", Worker: w2, Hashes: []uint64{9}, ISL: 7, LoraName: "l"})
+	mustAdd(t, a, activeRequest{ID: "r1", Worker: w1, Hashes: []uint64{1, 2, 3}, ISL: 12, Overlap: 1, ExpectedOutputTokens: 20})
+	mustAdd(t, a, activeRequest{ID: "r2", Worker: w1, Hashes: []uint64{1, 2, 4}, ISL: 12})
+	mustAdd(t, a, activeRequest{ID: "r3", Worker: w2, Hashes: []uint64{9}, ISL: 7, LoraName: "l"})
 	a.MarkPrefillCompleted("r1")
 	a.Free("r2")
 	a.MarkPrefillCompleted("unknown") // not published
@@ -146,7 +146,7 @@ func TestSequencesReplicaSync(t *testing.T) {
 	}
 
 	for _, msg := range wire {
-		var ev SequenceEvent
+		var ev sequenceEvent
 		if err := kvblock.Unmarshal(msg, &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -175,17 +175,17 @@ func TestSequencesReplicaSync(t *testing.T) {
 	}
 
 	// A replayed add is a duplicate; unknown ops are refused.
-	var first SequenceEvent
+	var first sequenceEvent
 	if err := kvblock.Unmarshal(wire[0], &first); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Apply(first); !errors.Is(err, ErrDuplicateRequest) {
+	if err := b.Apply(first); !errors.Is(err, errDuplicateRequest) {
 		t.Errorf("replayed add: err = %v, want ErrDuplicateRequest", err)
 	}
-	if err := b.Apply(SequenceEvent{RequestID: "x", Op: "Bogus", RouterID: 1}); err == nil {
+	if err := b.Apply(sequenceEvent{RequestID: "x", Op: "Bogus", RouterID: 1}); err == nil {
 		t.Error("unknown op applied")
 	}
-	if err := b.Apply(SequenceEvent{RequestID: "x", Op: OpAddRequest, RouterID: 1}); err == nil {
+	if err := b.Apply(sequenceEvent{RequestID: "x", Op: opAddRequest, RouterID: 1}); err == nil {
 		t.Error("add without data applied")
 	}
 
@@ -194,7 +194,7 @@ func TestSequencesReplicaSync(t *testing.T) {
 		a.Free(id)
 	}
 	for _, msg := range wire[5:] {
-		var ev SequenceEvent
+		var ev sequenceEvent
 		if err := kvblock.Unmarshal(msg, &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -210,20 +210,20 @@ func TestSequencesReplicaSync(t *testing.T) {
 // TestSequencesReplicaWithoutBlockTracking: a publisher that does not
 // track blocks sends no hashes; the receiver still tracks prefill tokens.
 func TestSequencesReplicaWithoutBlockTracking(t *testing.T) {
-	cfg := DefaultSequencesConfig(4)
+	cfg := defaultSequencesConfig(4)
 	cfg.TrackActiveBlocks = false
 	cfg.RouterID = 1
-	var got []SequenceEvent
-	a := newTestSequences(t, cfg, SequencesDeps{Publish: func(ev SequenceEvent) { got = append(got, ev) }})
-	mustAdd(t, a, ActiveRequest{ID: "r", Worker: Worker{ID: 1}, Hashes: []uint64{1, 2}, ISL: 8})
+	var got []sequenceEvent
+	a := newTestSequences(t, cfg, sequencesDeps{Publish: func(ev sequenceEvent) { got = append(got, ev) }})
+	mustAdd(t, a, activeRequest{ID: "r", Worker: Worker{ID: 1}, Hashes: []uint64{1, 2}, ISL: 8})
 	if len(got) != 1 || got[0].Add == nil || got[0].Add.TokenSequence != nil {
 		t.Fatalf("published %+v, want an AddRequest without token_sequence", got)
 	}
-	b := newTestSequences(t, DefaultSequencesConfig(4), SequencesDeps{})
+	b := newTestSequences(t, defaultSequencesConfig(4), sequencesDeps{})
 	if err := b.Apply(got[0]); err != nil {
 		t.Fatal(err)
 	}
-	if l := seqLoad(t, b, Worker{ID: 1}, 1); l != (WorkerLoad{ActivePrefillTokens: 8, NewBlocks: 1}) {
+	if l := seqLoad(t, b, Worker{ID: 1}, 1); l != (workerLoad{ActivePrefillTokens: 8, NewBlocks: 1}) {
 		t.Errorf("B load %+v", l)
 	}
 }

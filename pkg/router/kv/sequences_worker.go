@@ -7,7 +7,7 @@ import (
 
 // seqTracker is the active-sequence state of one (worker, dp rank): the
 // reference system's ActiveSequences. Not safe for concurrent use; its
-// Sequences serialises access.
+// sequences serialises access.
 type seqTracker struct {
 	reqs map[string]*seqEntry
 	// refs counts, per tracking hash, the active requests referencing it;

@@ -9,7 +9,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
 )
 
-// eventIndex is what EventSync feeds: the router's indexer.
+// eventIndex is what eventSync feeds: the router's indexer.
 type eventIndex interface {
 	Apply(ctx context.Context, ev kvblock.RouterEvent) error
 	ClearWorker(w Worker)
@@ -22,11 +22,11 @@ type Querier interface {
 	Query(ctx context.Context, w Worker, req kvblock.QueryRequest) (kvblock.QueryResponse, error)
 }
 
-// EventSync keeps an indexer in step with the workers' KV events (spec
+// eventSync keeps an indexer in step with the workers' KV events (spec
 // §1.4): it applies each event, notices gaps in a worker's event ids and
 // fills them from the worker's local index, takes a full dump when it
 // first hears of a worker, and drops a worker that left.
-type EventSync struct {
+type eventSync struct {
 	idx   eventIndex
 	query Querier
 	log   *slog.Logger
@@ -36,17 +36,17 @@ type EventSync struct {
 	known map[Worker]bool   // a dump was loaded (the next event's id starts the count)
 }
 
-// NewEventSync returns a sync over idx that recovers through query.
-func NewEventSync(idx eventIndex, query Querier, log *slog.Logger) *EventSync {
+// newEventSync returns a sync over idx that recovers through query.
+func newEventSync(idx eventIndex, query Querier, log *slog.Logger) *eventSync {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &EventSync{idx: idx, query: query, log: log, last: map[Worker]uint64{}, known: map[Worker]bool{}}
+	return &eventSync{idx: idx, query: query, log: log, last: map[Worker]uint64{}, known: map[Worker]bool{}}
 }
 
 // HandleMessage applies one event-plane payload (a RouterEvent, see
 // kvblock.Marshal). Undecodable payloads are logged and skipped.
-func (s *EventSync) HandleMessage(ctx context.Context, data []byte) {
+func (s *eventSync) HandleMessage(ctx context.Context, data []byte) {
 	var ev kvblock.RouterEvent
 	if err := kvblock.Unmarshal(data, &ev); err != nil {
 		s.log.Warn("kv router: undecodable KV event skipped", "err", err)
@@ -56,7 +56,7 @@ func (s *EventSync) HandleMessage(ctx context.Context, data []byte) {
 }
 
 // Handle applies one event, first recovering what was missed before it.
-func (s *EventSync) Handle(ctx context.Context, ev kvblock.RouterEvent) {
+func (s *eventSync) Handle(ctx context.Context, ev kvblock.RouterEvent) {
 	w := Worker{ID: ev.WorkerID, DPRank: ev.Event.DPRank}
 	id := ev.Event.EventID
 	s.mu.Lock()
@@ -83,12 +83,12 @@ func (s *EventSync) Handle(ctx context.Context, ev kvblock.RouterEvent) {
 
 // Resync replaces what the indexer knows of a worker's rank with a dump of
 // its local index (on discovery, or when its history is gone).
-func (s *EventSync) Resync(ctx context.Context, w Worker) {
+func (s *eventSync) Resync(ctx context.Context, w Worker) {
 	s.recover(ctx, w, nil, nil)
 }
 
 // recover fetches [start, end] (nil start: a dump) and applies it.
-func (s *EventSync) recover(ctx context.Context, w Worker, start, end *uint64) {
+func (s *eventSync) recover(ctx context.Context, w Worker, start, end *uint64) {
 	resp, err := s.query.Query(ctx, w, kvblock.QueryRequest{WorkerID: w.ID, StartEventID: start, EndEventID: end})
 	if err != nil {
 		s.log.Warn("kv router: cannot recover missed KV events; the index may lag for this worker",
@@ -126,7 +126,7 @@ func (s *EventSync) recover(ctx context.Context, w Worker, start, end *uint64) {
 	}
 }
 
-func (s *EventSync) setLast(w Worker, id uint64) {
+func (s *eventSync) setLast(w Worker, id uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cur, ok := s.last[w]; !ok || id > cur {
@@ -135,7 +135,7 @@ func (s *EventSync) setLast(w Worker, id uint64) {
 }
 
 // RemoveWorker drops a worker that left discovery, all its ranks.
-func (s *EventSync) RemoveWorker(id uint64) {
+func (s *eventSync) RemoveWorker(id uint64) {
 	s.mu.Lock()
 	for w := range s.last {
 		if w.ID == id {

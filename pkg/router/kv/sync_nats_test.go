@@ -1,4 +1,4 @@
-package kv_test
+package kv
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/backend/worker"
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
-	"github.com/dynamo-go/dynamo/pkg/router/kv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/runtime/discovery"
 	"github.com/dynamo-go/dynamo/pkg/runtime/runtimetest"
@@ -44,12 +43,12 @@ func (e *eventEngine) SetEventPublisher(p backend.EventPublisher) {
 // recordingQuerier passes queries to the real querier (the request plane)
 // and records what was asked.
 type recordingQuerier struct {
-	next kv.Querier
+	next Querier
 	mu   sync.Mutex
 	asks []string
 }
 
-func (q *recordingQuerier) Query(ctx context.Context, w kv.Worker, req kvblock.QueryRequest) (kvblock.QueryResponse, error) {
+func (q *recordingQuerier) Query(ctx context.Context, w Worker, req kvblock.QueryRequest) (kvblock.QueryResponse, error) {
 	desc := "dump"
 	if req.StartEventID != nil {
 		desc = "range"
@@ -135,9 +134,9 @@ func TestEventSyncOverNATSLoadsDumpsAndFillsGaps(t *testing.T) {
 		publish(kvblock.Stored(parent(i-1), block(i)))
 	}
 
-	idx := kv.NewIndexer(kv.IndexerOptions{})
-	q := &recordingQuerier{next: kv.NewRuntimeQuerier(routerRT, ep.Namespace, ep.Component)}
-	es := kv.NewEventSync(idx, q, nil)
+	idx := newIndexer(indexerOptions{})
+	q := &recordingQuerier{next: NewRuntimeQuerier(routerRT, ep.Namespace, ep.Component)}
+	es := newEventSync(idx, q, nil)
 	subCtx, stopSub := context.WithCancel(t.Context())
 	defer stopSub()
 	var lostMu sync.Mutex
@@ -160,7 +159,7 @@ func TestEventSyncOverNATSLoadsDumpsAndFillsGaps(t *testing.T) {
 	// Event 5 is the router's first: it loads blocks 0-4 from the dump.
 	publish(kvblock.Stored(parent(4), block(5)))
 	testenv.WaitFor(t, 5*time.Second, "the dump and event 5", func() bool {
-		return idx.FindMatches(chain(10)).Scores[kv.Worker{ID: workerID}] == 6
+		return idx.FindMatches(chain(10)).Scores[Worker{ID: workerID}] == 6
 	})
 
 	// Event 6 arrives; 7 (blocks 7-8) and 8 (block 5 evicted) are lost;
@@ -175,7 +174,7 @@ func TestEventSyncOverNATSLoadsDumpsAndFillsGaps(t *testing.T) {
 	// whose chain skips the removed block cannot match it, but the
 	// worker's block count tells: 0-4, 6, 7, 8, 9. (Asking for the range
 	// is not enough to check: the answer is applied after it.)
-	w := kv.Worker{ID: workerID}
+	w := Worker{ID: workerID}
 	testenv.WaitFor(t, 5*time.Second, "the gap to be filled: a 5-block prefix (block 5 removed by a lost event) and 9 blocks (0-4 and 6-9)", func() bool {
 		lostMu.Lock()
 		n := len(lost)

@@ -10,7 +10,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/kvblock"
 )
 
-// recordingIndex records what EventSync asks of the indexer.
+// recordingIndex records what eventSync asks of the indexer.
 type recordingIndex struct {
 	mu  sync.Mutex
 	ops []string
@@ -59,7 +59,7 @@ func TestEventSyncDumpsGapsAndRemovals(t *testing.T) {
 	}
 	idx := &recordingIndex{}
 	q := &localQuerier{idx: map[Worker]*kvblock.LocalIndex{w: local}}
-	s := NewEventSync(idx, q, nil)
+	s := newEventSync(idx, q, nil)
 	ctx := context.Background()
 
 	s.Handle(ctx, events[2]) // first contact: a dump, then the event
@@ -88,7 +88,7 @@ func TestEventSyncDumpsGapsAndRemovals(t *testing.T) {
 
 func TestEventSyncSkipsBadMessagesAndSurvivesFailedRecovery(t *testing.T) {
 	idx := &recordingIndex{}
-	s := NewEventSync(idx, &localQuerier{idx: map[Worker]*kvblock.LocalIndex{}}, nil)
+	s := newEventSync(idx, &localQuerier{idx: map[Worker]*kvblock.LocalIndex{}}, nil)
 	s.HandleMessage(context.Background(), []byte(`{"worker_id":5}`)) // JSON: not the event plane's encoding
 	msg, err := kvblock.Marshal(kvblock.RouterEvent{WorkerID: 5, Event: kvblock.KVCacheEvent{EventID: 9, Data: kvblock.Cleared()}})
 	if err != nil {

@@ -10,12 +10,12 @@ import (
 // at a time (prune holds a parent, then try-locks the child).
 
 // store applies a stored event for ws (spec §3.1).
-func (x *Indexer) store(ws *workerState, d *kvblock.StoreData) error {
+func (x *indexer) store(ws *workerState, d *kvblock.StoreData) error {
 	start := x.root
 	if d.ParentHash != nil {
 		p, ok := ws.lookup[*d.ParentHash]
 		if !ok {
-			return fmt.Errorf("%w: parent %d", ErrParentBlockNotFound, *d.ParentHash)
+			return fmt.Errorf("%w: parent %d", errParentBlockNotFound, *d.ParentHash)
 		}
 		start = p
 	}
@@ -107,7 +107,7 @@ func resolveChild(ws *workerState, cur *node, b *kvblock.StoredBlock) (c, old *n
 	c = old
 	if c != nil {
 		if isAncestorOrSelf(c, cur) {
-			return nil, nil, false, fmt.Errorf("%w: block %d would descend from itself", ErrInvalidBlockSequence, b.BlockHash)
+			return nil, nil, false, fmt.Errorf("%w: block %d would descend from itself", errInvalidBlockSequence, b.BlockHash)
 		}
 		if !c.unlinked.Load() {
 			c = nil // linked elsewhere: keep the tree a tree; ws moves to a new node
@@ -140,13 +140,13 @@ func setLookup(ws *workerState, hash uint64, n, old *node, oldKnown bool) {
 
 // remove applies a removed event for ws: every known hash is removed; the
 // first unknown one is reported.
-func (x *Indexer) remove(ws *workerState, hashes []uint64) error {
+func (x *indexer) remove(ws *workerState, hashes []uint64) error {
 	var first error
 	for _, h := range hashes {
 		n, ok := ws.lookup[h]
 		if !ok {
 			if first == nil {
-				first = fmt.Errorf("%w: block %d", ErrBlockNotFound, h)
+				first = fmt.Errorf("%w: block %d", errBlockNotFound, h)
 			}
 			continue
 		}
@@ -158,7 +158,7 @@ func (x *Indexer) remove(ws *workerState, hashes []uint64) error {
 }
 
 // clear drops every block of ws, which stays registered.
-func (x *Indexer) clear(ws *workerState) {
+func (x *indexer) clear(ws *workerState) {
 	for _, n := range ws.lookup {
 		leave(ws, n)
 	}

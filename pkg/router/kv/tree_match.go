@@ -2,19 +2,19 @@ package kv
 
 import "sync"
 
-// matchPool holds FindMatches' Matches.
-var matchPool = sync.Pool{New: func() any { return new(Matches) }}
+// matchPool holds FindMatches' matches.
+var matchPool = sync.Pool{New: func() any { return new(matches) }}
 
 // FindMatches returns, for every worker caching the first of the given
 // local (tokens) hashes, how many leading hashes it caches in a row, and
 // its total cached blocks (spec §3.2, early_exit false). It takes read
 // locks only and runs concurrently with Apply. It allocates the two
 // result maps; FindMatchesInto, which the router uses, does not.
-func (x *Indexer) FindMatches(local []uint64) OverlapScores {
-	m := matchPool.Get().(*Matches)
+func (x *indexer) FindMatches(local []uint64) overlapScores {
+	m := matchPool.Get().(*matches)
 	m.reset()
 	x.walk(m, local)
-	o := OverlapScores{Scores: make(map[Worker]uint32, len(m.done)), TreeSizes: make(map[Worker]int, len(m.done))}
+	o := overlapScores{Scores: make(map[Worker]uint32, len(m.done)), TreeSizes: make(map[Worker]int, len(m.done))}
 	byIndex := x.reg.Load().byIndex
 	for _, d := range m.done {
 		if ws := byIndex[d.idx]; ws != nil {
@@ -27,9 +27,9 @@ func (x *Indexer) FindMatches(local []uint64) OverlapScores {
 }
 
 // FindMatchesInto is FindMatches with the result written into m, which
-// it overwrites (see Matches): once m has grown to the number of
+// it overwrites (see matches): once m has grown to the number of
 // registered workers, it allocates nothing.
-func (x *Indexer) FindMatchesInto(m *Matches, local []uint64) {
+func (x *indexer) FindMatchesInto(m *matches, local []uint64) {
 	m.reset()
 	x.walk(m, local)
 	// Workers removed during the walk are left out (their index is nil in
@@ -39,7 +39,7 @@ func (x *Indexer) FindMatchesInto(m *Matches, local []uint64) {
 
 // walk matches local down the tree, leaving in m.done every worker that
 // caches local[0] with its prefix depth. m has been reset.
-func (x *Indexer) walk(m *Matches, local []uint64) {
+func (x *indexer) walk(m *matches, local []uint64) {
 	if len(local) == 0 {
 		return
 	}
