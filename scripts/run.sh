@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the stack on this machine: an OpenAI-compatible frontend on :8000
-# (HTTP_PORT to change it) and two mocker workers serving models/demo;
+# (HTTP_PORT to change it; 0 for any free port, printed once bound) and
+# two mocker workers serving models/demo, logging into LOG_DIR (bin);
 # with MODE=disagg (make run-disagg) one prefill and two decode mocker
 # workers instead (disaggregated serving, docs/disaggregation.md).
 # Discovery is a temporary directory and requests go over TCP, so neither
@@ -11,7 +12,9 @@ cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
 port=${HTTP_PORT:-8000}
+logs=${LOG_DIR:-bin}
 model=demo
+mkdir -p "$logs"
 
 echo "building bin/frontend and bin/mocker..."
 "$GO" build -o bin/ ./cmd/frontend ./cmd/mocker
@@ -22,34 +25,38 @@ echo "building bin/frontend and bin/mocker..."
 # then stops them (SIGTERM) and waits for them.
 if [ "${MODE:-}" = disagg ]; then
 	setsid bin/mocker --model-path models/demo --disaggregation-mode prefill --endpoint dyn://dynamo.prefill.generate \
-		--bootstrap-ports 0 >bin/prefill.log 2>&1 &
+		--bootstrap-ports 0 >"$logs/prefill.log" 2>&1 &
 	pids+=($!)
-	setsid bin/mocker --model-path models/demo --num-workers 2 --disaggregation-mode decode >bin/mocker.log 2>&1 &
+	setsid bin/mocker --model-path models/demo --num-workers 2 --disaggregation-mode decode >"$logs/mocker.log" 2>&1 &
 	pids+=($!)
 	workers="1 prefill and 2 decode mocker workers"
 else
-	setsid bin/mocker --model-path models/demo --num-workers 2 >bin/mocker.log 2>&1 &
+	setsid bin/mocker --model-path models/demo --num-workers 2 >"$logs/mocker.log" 2>&1 &
 	pids+=($!)
 	workers="2 mocker workers"
 fi
-setsid bin/frontend --http-port "$port" >bin/frontend.log 2>&1 &
+setsid bin/frontend --http-port "$port" >"$logs/frontend.log" 2>&1 &
 pids+=($!)
 
 echo "starting the frontend and $workers..."
 for i in $(seq 300); do
-	if get /v1/models | grep -q "\"id\":\"$model\""; then
+	if [ "$port" = 0 ]; then # the port the frontend bound, from its log
+		bound=$(sed -n 's/.*msg="frontend: listening" addr=[^ ]*:\([0-9][0-9]*\) .*/\1/p' "$logs/frontend.log" | head -n 1)
+		port=${bound:-0}
+	fi
+	if [ "$port" != 0 ] && get /v1/models | grep -q "\"id\":\"$model\""; then
 		break
 	fi
 	for p in "${pids[@]}"; do
 		if ! kill -0 "$p" 2>/dev/null; then
 			echo "a process exited during start-up (is port $port taken? HTTP_PORT=8001 make run picks another); the logs:" >&2
-			tail -n 20 bin/frontend.log bin/mocker.log >&2
+			tail -n 20 "$logs/frontend.log" "$logs/mocker.log" >&2
 			exit 1
 		fi
 	done
 	if ((i == 300)); then
 		echo "model $model not listed after 30s; logs:" >&2
-		tail -n 20 bin/frontend.log bin/mocker.log >&2
+		tail -n 20 "$logs/frontend.log" "$logs/mocker.log" >&2
 		exit 1
 	fi
 	sleep 0.1
@@ -71,7 +78,7 @@ Chat, streamed:
     -d '{"model":"$model","messages":[{"role":"user","content":"Hello!"}],"max_tokens":20,"stream":true}'
 
 Metrics: curl -s localhost:$port/metrics
-Logs: bin/frontend.log, bin/mocker.log. The mocker's answers are ordinary
+Logs: $logs/frontend.log, $logs/mocker.log. The mocker's answers are ordinary
 tokens of the demo model with no meaning. Ctrl-C stops everything.
 EOF
 
@@ -80,5 +87,5 @@ set +e
 wait -n
 status=$?
 set -e
-echo "a process exited (status $status); see bin/frontend.log and bin/mocker.log" >&2
+echo "a process exited (status $status); see $logs/frontend.log and $logs/mocker.log" >&2
 exit 1

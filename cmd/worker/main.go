@@ -225,6 +225,8 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 }
 
 // runWorker serves the bridge engine with its own runtime until ctx ends.
+// The engine and the runtime's dependencies (etcd, NATS) are waited for
+// at the same time (see connect).
 func runWorker(ctx context.Context, rcfg runtime.Config, wcfg worker.Config, bcfg bridge.Config, reg *prometheus.Registry, log *slog.Logger) error {
 	if worker.HasModelFiles(wcfg.ModelPath) {
 		v, err := vocabularyOf(ctx, wcfg)
@@ -233,6 +235,7 @@ func runWorker(ctx context.Context, rcfg runtime.Config, wcfg worker.Config, bcf
 		}
 		bcfg.Vocabulary = v
 	}
+	bcfg.WaitAdvice = engineWaitAdvice
 	b, err := bridge.New(bcfg)
 	if err != nil {
 		return err
@@ -241,9 +244,111 @@ func runWorker(ctx context.Context, rcfg runtime.Config, wcfg worker.Config, bcf
 	if err != nil {
 		return err
 	}
-	rt, err := runtime.New(ctx, rcfg, runtime.Deps{Logger: log, Registry: reg, TracerProvider: wcfg.TracerProvider})
-	if err != nil {
-		return err
+	deps := runtime.Deps{Logger: log, Registry: reg, TracerProvider: wcfg.TracerProvider}
+	return connect(ctx, b, func(ctx context.Context) (*runtime.DistributedRuntime, error) { return runtime.New(ctx, rcfg, deps) },
+		func(ctx context.Context, rt *runtime.DistributedRuntime, engineReady func(context.Context) error) error {
+			return rungroup.Run(ctx, rt.Run, func(ctx context.Context) error {
+				if err := engineReady(ctx); err != nil {
+					return err
+				}
+				return worker.Run(ctx, rt, eng, wcfg)
+			})
+		})
+}
+
+// engineWaitAdvice is the advice on the line that says the worker waits
+// for its engine.
+const engineWaitAdvice = "--engine-url (DYN_WORKER_ENGINE_URL) sets where, --engine-start-timeout (DYN_WORKER_ENGINE_START_TIMEOUT) how long; " +
+	"start the engine's server, or wait for its model to load"
+
+// Why a wait was given up: the cause of the other wait's cancellation.
+var (
+	errEngineGaveUp  = errors.New("the worker gave up: its engine did not become ready")
+	errRuntimeGaveUp = errors.New("the worker gave up: etcd or NATS was not reached")
+)
+
+// readiness waits for an engine (bridge.Engine.WaitReady).
+type readiness interface {
+	WaitReady(ctx context.Context) error
+}
+
+// connect waits for the engine (eng.WaitReady) and creates the runtime
+// (newRuntime: runtime.New, which waits for etcd and NATS) at the same
+// time, so that a missing engine and a missing etcd are reported
+// together, each with its own waiting line. Once the runtime is up, serve
+// runs with it at once (its Run keeps the lease alive) while the engine
+// may still be loading: serve calls engineReady (called from one
+// goroutine at a time) before it needs the engine. When either wait
+// fails first, the other is given up and the error names both. The
+// engine's wait is joined before connect returns.
+func connect(ctx context.Context, eng readiness, newRuntime func(context.Context) (*runtime.DistributedRuntime, error),
+	serve func(ctx context.Context, rt *runtime.DistributedRuntime, engineReady func(context.Context) error) error) error {
+	engCtx, stopEngine := context.WithCancelCause(ctx)
+	defer stopEngine(nil)
+	engine := make(chan error, 1)
+	go func() { engine <- eng.WaitReady(engCtx) }()
+
+	rtCtx, stopRuntime := context.WithCancelCause(ctx)
+	defer stopRuntime(nil)
+	type result struct {
+		rt  *runtime.DistributedRuntime
+		err error
 	}
-	return rungroup.Run(ctx, rt.Run, func(ctx context.Context) error { return worker.Run(ctx, rt, eng, wcfg) })
+	created := make(chan result, 1)
+	go func() {
+		rt, err := newRuntime(rtCtx)
+		created <- result{rt, err}
+	}()
+
+	var engineErr error
+	engineDone := false
+	var r result
+	select {
+	case engineErr = <-engine:
+		engineDone = true
+		if engineErr != nil {
+			stopRuntime(errEngineGaveUp)
+			r = <-created
+			if r.rt != nil {
+				_ = r.rt.Close()
+			}
+			if r.err != nil {
+				return fmt.Errorf("%w; and etcd/NATS were not reached either: %w", engineErr, r.err)
+			}
+			return fmt.Errorf("%w (etcd/NATS were reached)", engineErr)
+		}
+		r = <-created
+	case r = <-created:
+	}
+	if r.err != nil {
+		if !engineDone {
+			stopEngine(errRuntimeGaveUp)
+			engineErr = <-engine
+		}
+		if engineErr != nil {
+			return fmt.Errorf("%w; and the engine: %w", r.err, engineErr)
+		}
+		return fmt.Errorf("%w (the engine was ready)", r.err)
+	}
+	// The runtime is up; the engine may still be loading. serve's
+	// owners run now, and the one that needs the engine waits for it.
+	defer func() {
+		if !engineDone { // serve never waited: give the wait up, join it
+			stopEngine(context.Canceled)
+			<-engine
+		}
+	}()
+	return serve(ctx, r.rt, func(ctx context.Context) error {
+		if engineDone {
+			return engineErr
+		}
+		select {
+		case engineErr = <-engine:
+		case <-ctx.Done():
+			stopEngine(context.Cause(ctx))
+			engineErr = <-engine
+		}
+		engineDone = true
+		return engineErr
+	})
 }

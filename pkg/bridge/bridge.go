@@ -91,9 +91,15 @@ type Config struct {
 	// KVBlockSize is the engine's KV-cache block size, for KV-aware
 	// routing; 0 unknown.
 	KVBlockSize int
-	// StartTimeout bounds Start's wait for the engine to be ready
-	// (default DefaultStartTimeout). Progress is logged every few seconds.
+	// StartTimeout bounds Start's (and WaitReady's) wait for the engine
+	// to be ready (default DefaultStartTimeout). One line is logged when
+	// the wait begins, one when the engine is reached; progress in
+	// between at debug level.
 	StartTimeout time.Duration
+	// WaitAdvice is added to the line that says the engine is waited for:
+	// what sets its address and the wait's length (cmd/worker: its
+	// flags and variables).
+	WaitAdvice string
 	// Client makes the HTTP requests; nil: one of the Engine's own, with
 	// no overall timeout (streams are long), closed by Cleanup.
 	Client *http.Client
@@ -387,8 +393,19 @@ func (e *Engine) Cleanup(ctx context.Context) error {
 	return nil
 }
 
+// WaitReady polls the engine's /health until it answers ready, for at
+// most Config.StartTimeout, as Start does first: a caller that waits for
+// other dependencies too (cmd/worker: etcd and NATS) calls it beside
+// them, and Start's own wait then ends at its first probe. It logs one
+// line when the wait begins (where, until when, Config.WaitAdvice) and
+// one when the engine is reached, and returns an error wrapping
+// ErrNotReady when the engine is not ready in time or ctx ends first.
+// It starts nothing and may be called before Start.
+func (e *Engine) WaitReady(ctx context.Context) error { return e.waitReady(ctx) }
+
 // waitReady polls the engine's health until it is ready or StartTimeout
-// passes, logging progress every few seconds.
+// passes: one line when the wait begins, progress every few seconds at
+// debug level, one line when the engine is reached.
 func (e *Engine) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.StartTimeout)
 	defer cancel()
@@ -399,7 +416,20 @@ func (e *Engine) waitReady(ctx context.Context) error {
 	for {
 		err := e.d.health(ctx, e)
 		if err == nil {
+			if last != nil {
+				e.log.Info("bridge: engine reached", "dialect", e.cfg.Dialect, "url", e.base, "waited", time.Since(start).Round(time.Millisecond))
+			}
 			return nil
+		}
+		if last == nil && ctx.Err() == nil {
+			args := []any{"dialect", e.cfg.Dialect, "url", e.base, "status", err.Error()}
+			if d, ok := ctx.Deadline(); ok {
+				args = append(args, "until", d.Format(time.TimeOnly))
+			}
+			if e.cfg.WaitAdvice != "" {
+				args = append(args, "advice", e.cfg.WaitAdvice)
+			}
+			e.log.Info("bridge: waiting for the engine; retrying", args...)
 		}
 		if ctx.Err() == nil || last == nil {
 			last = err
@@ -413,7 +443,7 @@ func (e *Engine) waitReady(ctx context.Context) error {
 		}
 		if time.Since(lastLog) >= logEvery {
 			lastLog = time.Now()
-			e.log.Info("bridge: waiting for the engine", "dialect", e.cfg.Dialect, "url", e.base,
+			e.log.Debug("bridge: still waiting for the engine", "dialect", e.cfg.Dialect, "url", e.base,
 				"waited", time.Since(start).Round(time.Second), "timeout", e.cfg.StartTimeout, "status", err.Error())
 		}
 		t := time.NewTimer(poll)

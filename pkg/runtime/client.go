@@ -76,7 +76,11 @@ func (c *Client) watch(ctx context.Context) error {
 	for ctx.Err() == nil {
 		events, err := c.rt.store.Watch(ctx, prefix)
 		if err != nil {
-			c.rt.log.Warn("runtime: discovery watch failed; retrying", "endpoint", c.ep.Path(), "err", err)
+			args := []any{"endpoint", c.ep.Path(), "err", err}
+			if advice := AuthAdvice(err); advice != "" {
+				args = append(args, "advice", advice)
+			}
+			c.rt.log.Warn("runtime: discovery watch failed; retrying", args...)
 		} else {
 			for ev := range events {
 				c.apply(ev)

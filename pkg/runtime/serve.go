@@ -71,7 +71,7 @@ func (e *Endpoint) Serve(ctx context.Context, h Handler) error {
 		s.regMu.Unlock()
 		rt.health.removeServed(s)
 		rt.plane.stopServing(transport)
-		return fmt.Errorf("runtime: register %s: %w", e.id.Path(), err)
+		return WithAuthAdvice(fmt.Errorf("runtime: register %s: %w", e.id.Path(), err))
 	}
 	s.registered = true
 	rt.health.setEndpoint(e.id.Name, true)
@@ -156,7 +156,7 @@ func (s *servedEndpoint) setHealthy(ctx context.Context, healthy bool) error {
 	}
 	if !s.registered {
 		if err := s.rt.store.Create(ctx, s.key, s.record); err != nil {
-			return fmt.Errorf("runtime: register %s: %w", s.id.Path(), err)
+			return WithAuthAdvice(fmt.Errorf("runtime: register %s: %w", s.id.Path(), err))
 		}
 		s.registered = true
 		s.rt.log.Debug("runtime: endpoint registered again", "endpoint", s.id.String())

@@ -20,6 +20,7 @@ type cluster struct {
 	args []string      // --discovery-backend and --request-plane
 	env  []string      // where etcd, NATS or the discovery directory are
 	etcd *testenv.Etcd // the etcd of etcd discovery, nil otherwise
+	nats *testenv.NATS // the NATS of the NATS request plane, nil otherwise
 }
 
 // newCluster starts what the configuration needs: an in-process etcd for
@@ -47,7 +48,8 @@ func newCluster(t testing.TB, discovery, plane string) *cluster {
 		t.Fatalf("unknown discovery back-end %q", discovery)
 	}
 	if plane == "nats" {
-		c.env = append(c.env, "NATS_SERVER="+testenv.StartNATS(t).URL)
+		c.nats = testenv.StartNATS(t)
+		c.env = append(c.env, "NATS_SERVER="+c.nats.URL)
 	}
 	return c
 }
