@@ -48,6 +48,13 @@ var Allowed = map[string][]string{
 	"internal/loadgen":           {"pkg/openai"},
 	"internal/runtimeflags":      {"pkg/runtime", "pkg/telemetry"},
 
+	// pkg/runtime's internal packages (the request planes, the
+	// response-stream transport respstream, the codec, ...) serve its
+	// root: discovery shares only the connection-failure classifier, and
+	// runtimetest uses the root's API alone (archtest.Forbidden).
+	"pkg/runtime/discovery":   {"pkg/runtime/internal/connfail"},
+	"pkg/runtime/runtimetest": {"pkg/runtime"},
+
 	// The commands' support floor: only cmd/ may import cmd/internal.
 	"cmd/internal/cli":         {"cmd/internal/version"},
 	"cmd/internal/envflag":     {},
@@ -66,6 +73,8 @@ var Allowed = map[string][]string{
 //     the workers, never the worker itself;
 //   - internal/testgguf imports nothing of the project; its tests compare
 //     llama.cpp's tokenization with pkg/preprocessor/tokenizer's;
+//   - pkg/runtime/runtimetest builds on the runtime's API, never on its
+//     internal packages;
 //   - pkg/bridge does not tokenize (the worker hands it the model's
 //     tokenizer to check the engine's vocabulary against); its tests use
 //     ours for that.
@@ -77,6 +86,8 @@ var Forbidden = map[string][]string{
 	"pkg/prefill":      {"pkg/backend/worker", "pkg/router/kv"},
 	"pkg/router":       {"pkg/backend/worker"},
 	"pkg/pipeline":     {"pkg/backend/worker"},
+
+	"pkg/runtime/runtimetest": {"pkg/runtime/internal"},
 
 	"internal/testgguf": {"pkg/preprocessor/tokenizer"},
 	"pkg/bridge":        {"pkg/preprocessor/tokenizer"},

@@ -15,120 +15,145 @@ import (
 // Nothing is written until the first chunk (annotation events wait with
 // it), so a failure before the first token is a real HTTP error status.
 func (x *exchange) stream(req apiRequest, m ServedModel) {
-	format := req.streamFormat()
-	ctl := http.NewResponseController(x.w)
-	// Chunks are written to buf and sent when the runtime has delivered
-	// every output it had received (runtime.Context.OnStreamIdle): outputs that
-	// arrived together leave in one write, a lone one at once. buf comes
-	// from a pool and goes back after each write, so a stream waiting for
-	// its next token holds none. mu guards buf and the writer: a batch
-	// completion's prompts stream on several goroutines.
-	var (
-		mu        sync.Mutex
-		buf       = sseBuffers.get()
-		committed bool
-		broken    bool // a write failed: the client is gone
-	)
-	flush := func() error {
-		_ = ctl.SetWriteDeadline(time.Now().Add(x.s.cfg.WriteTimeout))
-		_, err := x.w.Write(buf.Bytes())
-		sseBuffers.put(buf)
-		buf = nil
-		if err != nil {
+	w := &sseWriter{x: x, ctl: http.NewResponseController(x.w), format: req.streamFormat(), buf: sseBuffers.get()}
+	x.rc.OnStreamIdle(w.idle)
+	err := req.run(x.rc, m, x.id, w.add)
+	w.end(err)
+}
+
+// sseWriter writes one request's event stream. Chunks are written to buf
+// and sent when the runtime has delivered every output it had received
+// (runtime.Context.OnStreamIdle): outputs that arrived together leave in
+// one write, a lone one at once. buf comes from a pool and goes back
+// after each write, so a stream waiting for its next token holds none.
+// mu guards everything below it: a batch completion's prompts stream on
+// several goroutines.
+type sseWriter struct {
+	x      *exchange
+	ctl    *http.ResponseController
+	format streamFormat // the request's; nil for chunks and [DONE]
+
+	mu        sync.Mutex
+	buf       *bytes.Buffer // nil between writes
+	committed bool          // the status and headers are sent
+	broken    bool          // a write failed: the client is gone
+}
+
+// flushLocked writes what is buffered and gives the buffer back.
+func (w *sseWriter) flushLocked() error {
+	_ = w.ctl.SetWriteDeadline(time.Now().Add(w.x.s.cfg.WriteTimeout))
+	_, err := w.x.w.Write(w.buf.Bytes())
+	sseBuffers.put(w.buf)
+	w.buf = nil
+	if err != nil {
+		return err
+	}
+	return w.ctl.Flush()
+}
+
+// sendLocked flushes what is buffered once the response is committed;
+// after a failed write it kills the request.
+func (w *sseWriter) sendLocked() error {
+	if w.broken {
+		return errClientGone
+	}
+	if !w.committed || w.buf == nil || w.buf.Len() == 0 {
+		return nil
+	}
+	if err := w.flushLocked(); err != nil {
+		w.broken = true
+		w.x.clientGone.Store(true)
+		w.x.rc.Kill()
+		return errClientGone
+	}
+	return nil
+}
+
+func (w *sseWriter) commitLocked() {
+	startSSE(w.x.w)
+	w.committed = true
+}
+
+// idle sends what is buffered: the runtime has delivered every output it
+// had received.
+func (w *sseWriter) idle() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_ = w.sendLocked()
+}
+
+// add buffers one event of the chain (the emit of the request's run).
+func (w *sseWriter) add(ev preprocessor.Event) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	x := w.x
+	if w.broken {
+		return errClientGone
+	}
+	x.observe(ev)
+	if ev.Name == "" && finishes(ev.Data) {
+		x.attachWorker(ev.Data)
+	}
+	if w.buf == nil {
+		w.buf = sseBuffers.get()
+	}
+	if w.format != nil {
+		evs := w.format.add(ev)
+		if err := writeEvents(w.buf, evs); err != nil {
 			return err
 		}
-		return ctl.Flush()
-	}
-	// send flushes what is buffered once the response is committed; after
-	// a failed write it kills the request. Called with mu held.
-	send := func() error {
-		if broken {
-			return errClientGone
-		}
-		if !committed || buf == nil || buf.Len() == 0 {
-			return nil
-		}
-		if err := flush(); err != nil {
-			broken = true
-			x.clientGone.Store(true)
-			x.rc.Kill()
-			return errClientGone
+		if !w.committed && len(evs) > 0 {
+			w.commitLocked()
 		}
 		return nil
 	}
-	commit := func() {
-		startSSE(x.w)
-		committed = true
+	if err := openai.WriteSSE(w.buf, ev.Name, ev.Data); err != nil {
+		return err
 	}
-	x.rc.OnStreamIdle(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		_ = send()
-	})
-	err := req.run(x.rc, m, x.id, func(ev preprocessor.Event) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if broken {
-			return errClientGone
-		}
-		x.observe(ev)
-		if ev.Name == "" && finishes(ev.Data) {
-			x.attachWorker(ev.Data)
-		}
-		if buf == nil {
-			buf = sseBuffers.get()
-		}
-		if format != nil {
-			evs := format.add(ev)
-			if err := writeEvents(buf, evs); err != nil {
-				return err
-			}
-			if !committed && len(evs) > 0 {
-				commit()
-			}
-			return nil
-		}
-		if err := openai.WriteSSE(buf, ev.Name, ev.Data); err != nil {
-			return err
-		}
-		if !committed && ev.Name == "" {
-			commit() // the first chunk: annotations before it wait for it
-		}
-		return nil
-	})
-	mu.Lock()
-	defer mu.Unlock()
-	defer func() { // under mu
-		sseBuffers.put(buf)
-		buf = nil
+	if !w.committed && ev.Name == "" {
+		w.commitLocked() // the first chunk: annotations before it wait for it
+	}
+	return nil
+}
+
+// end ends the stream after the run returned err: the last events and
+// [DONE] (or the format's end), or the failure as the client can still
+// be told it.
+func (w *sseWriter) end(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	defer func() {
+		sseBuffers.put(w.buf)
+		w.buf = nil
 	}()
+	x := w.x
 	if err != nil {
 		e := x.failure(err)
-		if !committed && e.kind != ErrCancelled {
+		if !w.committed && e.kind != ErrCancelled {
 			x.fail(e, false)
 			return
 		}
-		if committed && buf != nil && buf.Len() > 0 && !broken {
-			_ = flush()
+		if w.committed && w.buf != nil && w.buf.Len() > 0 && !w.broken {
+			_ = w.flushLocked()
 		}
-		x.fail(e, committed)
+		x.fail(e, w.committed)
 		return
 	}
-	if !committed {
-		commit()
+	if !w.committed {
+		w.commitLocked()
 	}
-	if buf == nil {
-		buf = sseBuffers.get()
+	if w.buf == nil {
+		w.buf = sseBuffers.get()
 	}
-	if format != nil {
-		if writeEvents(buf, format.finish()) != nil {
+	if w.format != nil {
+		if writeEvents(w.buf, w.format.finish()) != nil {
 			x.cancelled()
 			return
 		}
 	} else {
-		buf.WriteString(openai.SSEDone)
+		w.buf.WriteString(openai.SSEDone)
 	}
-	if broken || flush() != nil {
+	if w.broken || w.flushLocked() != nil {
 		x.cancelled()
 		return
 	}

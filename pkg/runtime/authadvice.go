@@ -5,14 +5,14 @@ import (
 	"strings"
 )
 
-// AuthAdvice returns what to check when err is etcd's or NATS's refusal
+// authAdvice returns what to check when err is etcd's or NATS's refusal
 // of the credentials or of a request for lack of permission, and "" when
 // it is not one, or when err already names the settings (the connect
 // errors of New do). It reads err's text: gRPC and nats.go hand such
 // refusals up as text ("etcdserver: permission denied", "nats:
 // authorization violation"), and a refusal met after start-up (a key
 // write, a subscription) reaches the caller without New's advice.
-func AuthAdvice(err error) string {
+func authAdvice(err error) string {
 	if err == nil {
 		return ""
 	}
@@ -45,10 +45,10 @@ func AuthAdvice(err error) string {
 	return ""
 }
 
-// WithAuthAdvice returns err with AuthAdvice's advice appended, or err
+// WithAuthAdvice returns err with authAdvice's advice appended, or err
 // itself when there is none. The result wraps err.
 func WithAuthAdvice(err error) error {
-	if advice := AuthAdvice(err); advice != "" {
+	if advice := authAdvice(err); advice != "" {
 		return fmt.Errorf("%w: %s", err, advice)
 	}
 	return err

@@ -26,13 +26,13 @@ func TestAuthAdvice(t *testing.T) {
 		{errors.New("context deadline exceeded"), nil},
 		{nil, nil},
 	} {
-		got := AuthAdvice(tc.err)
+		got := authAdvice(tc.err)
 		if len(tc.want) == 0 && got != "" {
-			t.Errorf("AuthAdvice(%v) = %q, want none", tc.err, got)
+			t.Errorf("authAdvice(%v) = %q, want none", tc.err, got)
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(got, w) {
-				t.Errorf("AuthAdvice(%v) = %q, lacks %q", tc.err, got, w)
+				t.Errorf("authAdvice(%v) = %q, lacks %q", tc.err, got, w)
 			}
 		}
 	}

@@ -77,7 +77,7 @@ func (c *Client) watch(ctx context.Context) error {
 		events, err := c.rt.store.Watch(ctx, prefix)
 		if err != nil {
 			args := []any{"endpoint", c.ep.Path(), "err", err}
-			if advice := AuthAdvice(err); advice != "" {
+			if advice := authAdvice(err); advice != "" {
 				args = append(args, "advice", advice)
 			}
 			c.rt.log.Warn("runtime: discovery watch failed; retrying", args...)
@@ -126,7 +126,7 @@ func (c *Client) apply(ev discovery.Event) {
 			added = append(added, inst.ID)
 		}
 	case discovery.EventDelete:
-		id, err := InstanceIDFromKey(ev.Key)
+		id, err := instanceIDFromKey(ev.Key)
 		if err == nil {
 			if _, ok := c.instances[id]; ok {
 				delete(c.instances, id)

@@ -158,7 +158,7 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.NATSRequestTimeout, 10*time.Second)
 	if c.TCPHost == "" {
-		c.TCPHost = DetectHost()
+		c.TCPHost = detectHost()
 	}
 	if c.ResponseStreamHost == "" {
 		c.ResponseStreamHost = c.TCPHost
@@ -230,9 +230,9 @@ func bindHost(advertised string) string {
 	return ""
 }
 
-// DetectHost returns the first routable IPv4 address of an interface that
+// detectHost returns the first routable IPv4 address of an interface that
 // is up, or 127.0.0.1 when there is none.
-func DetectHost() string {
+func detectHost() string {
 	ifaces, err := net.Interfaces()
 	if err != nil {
 		return "127.0.0.1"

@@ -136,10 +136,10 @@ func (e *Error) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// AsError converts any error into an *Error for the wire: an *Error found in
+// asError converts any error into an *Error for the wire: an *Error found in
 // the chain is returned as is (with the outer text kept as context), anything
 // else becomes TypeUnknown with the error's text.
-func AsError(err error) *Error {
+func asError(err error) *Error {
 	if err == nil {
 		return nil
 	}
@@ -176,8 +176,8 @@ func parseErrorText(text string) *Error {
 	return nil
 }
 
-// TypeOf returns the type of the first *Error in err's chain, or TypeUnknown.
-func TypeOf(err error) ErrorType {
+// typeOf returns the type of the first *Error in err's chain, or TypeUnknown.
+func typeOf(err error) ErrorType {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Type

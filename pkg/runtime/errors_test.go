@@ -9,7 +9,7 @@ import (
 
 func TestErrorSurvivesJSONAndMatchesClass(t *testing.T) {
 	orig := fmt.Errorf("engine: %w", &Error{Type: TypeEngineShutdown, Message: "draining", Cause: &Error{Type: TypeCancelled, Message: "stop"}})
-	b, err := json.Marshal(AsError(orig))
+	b, err := json.Marshal(asError(orig))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestErrorDisplayAndLegacyType(t *testing.T) {
 	if legacy.Type != TypeEngineShutdown {
 		t.Fatalf("legacy type = %q", legacy.Type)
 	}
-	if TypeOf(errors.New("plain")) != TypeUnknown || AsError(errors.New("plain")).Type != TypeUnknown {
+	if typeOf(errors.New("plain")) != TypeUnknown || asError(errors.New("plain")).Type != TypeUnknown {
 		t.Fatal("a plain error must classify as Unknown")
 	}
 }

@@ -6,7 +6,7 @@ func SharedConns(rt *DistributedRuntime) (accepted, dialled int) {
 	if s := rt.streamsIfStarted(); s != nil {
 		accepted = s.sharedConns()
 	}
-	return accepted, rt.mux.size()
+	return accepted, rt.mux.Size()
 }
 
 // BreakSharedConns closes the shared response connections rt accepted as

@@ -87,9 +87,9 @@ func EndpointPrefix(bucket string, ep EndpointID) string {
 	return bucket + "/" + ep.Path() + "/"
 }
 
-// InstanceIDFromKey parses the hex instance id in the last segment of a
+// instanceIDFromKey parses the hex instance id in the last segment of a
 // discovery key (needed for deletes, which carry no value).
-func InstanceIDFromKey(key string) (uint64, error) {
+func instanceIDFromKey(key string) (uint64, error) {
 	i := strings.LastIndexByte(key, '/')
 	id, err := strconv.ParseUint(key[i+1:], 16, 64)
 	if err != nil {

@@ -18,9 +18,9 @@ func TestKeysAndSubjects(t *testing.T) {
 	if got, want := TCPRoutingKey(ep, id), "694d98147d54c0a0/generate"; got != want {
 		t.Errorf("TCPRoutingKey = %q, want %q", got, want)
 	}
-	back, err := InstanceIDFromKey(InstanceKey(ep, id))
+	back, err := instanceIDFromKey(InstanceKey(ep, id))
 	if err != nil || back != id {
-		t.Errorf("InstanceIDFromKey = %x, %v", back, err)
+		t.Errorf("instanceIDFromKey = %x, %v", back, err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynamo-go/dynamo/pkg/runtime/discovery"
+	"github.com/dynamo-go/dynamo/pkg/runtime/internal/respstream"
 	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
@@ -51,7 +52,7 @@ type DistributedRuntime struct {
 	store    discovery.Store
 	nc       *nats.Conn
 	plane    requestPlane
-	mux      *muxPool // this worker's shared response connections
+	mux      *respstream.Pool // this worker's shared response connections
 	bg       *background
 	registry *prometheus.Registry
 	metrics  *metrics
@@ -94,7 +95,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*DistributedRuntime, error
 		log:      log,
 		tracer:   telemetry.Tracer(deps.TracerProvider, tracerName),
 		bg:       newBackground(log),
-		mux:      newMuxPool(cfg, log),
+		mux:      respstream.NewPool(cfg.TCPConnectTimeout, cfg.ResponseMuxIdleTimeout, log),
 		registry: reg,
 		metrics:  m,
 		health:   newHealth(cfg.StartReady),
@@ -337,7 +338,7 @@ func (rt *DistributedRuntime) Close() error {
 	rt.closeOnce.Do(func() {
 		rt.beginShutdown()
 		rt.bg.stop()
-		rt.mux.close()
+		rt.mux.Close()
 		errs := []error{rt.plane.close(), rt.store.Close()}
 		if rt.nc != nil {
 			rt.nc.Close()

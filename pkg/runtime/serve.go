@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
+	"github.com/dynamo-go/dynamo/pkg/runtime/internal/respstream"
 	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
@@ -264,8 +265,8 @@ func (s *servedEndpoint) handle(id string, headers map[string]string, info tcpSt
 	}
 	r := &responder{out: out, rc: rc, metrics: s.metrics, maxSize: s.rt.cfg.MaxMessageSize, received: received}
 	herr := s.h.Handle(rc, payload, r.emit)
-	out.handlerDone()
-	out.close(r.finish(herr))
+	out.HandlerDone()
+	out.Close(r.finish(herr))
 	if herr != nil {
 		span.SetStatus(codes.Error, herr.Error())
 	}
@@ -275,11 +276,17 @@ func (s *servedEndpoint) handle(id string, headers map[string]string, info tcpSt
 // connection to the caller when the caller offers one in a version this
 // runtime speaks (and sharing is not disabled), else on a connection of
 // its own.
-func (s *servedEndpoint) openStream(rc *Context, info tcpStreamInfo) (responseOut, error) {
+func (s *servedEndpoint) openStream(rc *Context, info tcpStreamInfo) (respstream.Out, error) {
+	t := respstream.Target{Address: info.Address, Subject: info.Subject}
 	if m := info.Mux; m != nil && m.Version == muxVersion && m.StreamID != 0 && m.ServerID != "" && !s.rt.cfg.DisableResponseMux {
-		return s.rt.mux.open(rc, info)
+		t.ServerID, t.StreamID = m.ServerID, m.StreamID
+		out, err := s.rt.mux.Open(streamRequest{rc}, t)
+		if errors.Is(err, respstream.ErrClosed) {
+			err = ErrRuntimeClosed
+		}
+		return out, err
 	}
-	return openConn(rc, info, s.rt.cfg.TCPConnectTimeout, s.hardCtx.Done())
+	return respstream.Dial(streamRequest{rc}, t, s.rt.cfg.TCPConnectTimeout, s.hardCtx.Done())
 }
 
 func (s *servedEndpoint) done(received time.Time) {

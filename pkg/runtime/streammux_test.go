@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
+	"github.com/dynamo-go/dynamo/pkg/runtime/internal/respstream"
 )
 
 // newTestStreamServer runs a response stream server on loopback until the
@@ -40,6 +40,35 @@ func newTestStreamServer(t *testing.T, cfg Config) *streamServer {
 	return s
 }
 
+// dialShared dials s's address as a worker does (respstream) and makes
+// the connection shared. It returns the caller's per-stream window.
+func dialShared(ctx context.Context, addr, serverID string, timeout time.Duration) (net.Conn, int64, error) {
+	d := net.Dialer{Timeout: timeout, KeepAliveConfig: streamKeepAlive}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, 0, err
+	}
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	hello, _ := json.Marshal(firstFrame{StreamType: streamTypeResponseMux, Version: muxVersion, ServerID: serverID})
+	var acc muxAccept
+	err = codec.WriteMessage(conn, codec.Message{Header: hello})
+	if err == nil {
+		var m codec.Message
+		if m, err = codec.ReadMessage(conn, maxControlHeader); err == nil {
+			err = json.Unmarshal(m.Header, &acc)
+		}
+	}
+	if err == nil && (acc.StreamType != streamTypeResponseMux || acc.Version != muxVersion || acc.Window <= 0) {
+		err = fmt.Errorf("unexpected handshake answer %+v", acc)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, 0, err
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return conn, acc.Window, nil
+}
+
 // fakeWorker drives the worker's end of a shared connection frame by
 // frame.
 type fakeWorker struct {
@@ -51,7 +80,7 @@ type fakeWorker struct {
 
 func dialFake(t *testing.T, s *streamServer) *fakeWorker {
 	t.Helper()
-	conn, window, err := dialShared(t.Context(), muxKey{s.advertise, s.serverID}, 5*time.Second)
+	conn, window, err := dialShared(t.Context(), s.advertise, s.serverID, 5*time.Second)
 	if err != nil {
 		t.Fatalf("dialShared: %v", err)
 	}
@@ -385,78 +414,11 @@ func TestSharedStreamOpenedTooLateIsKilled(t *testing.T) {
 // restarted on the same port) is refused.
 func TestSharedConnectionRefusesAnotherServer(t *testing.T) {
 	s := newTestStreamServer(t, Config{})
-	if _, _, err := dialShared(t.Context(), muxKey{s.advertise, "not-" + s.serverID}, 2*time.Second); err == nil {
+	if _, _, err := dialShared(t.Context(), s.advertise, "not-"+s.serverID, 2*time.Second); err == nil {
 		t.Fatal("dialShared with a wrong server id succeeded")
 	}
 	if n := s.sharedConns(); n != 0 {
 		t.Fatalf("server holds %d shared connections, want 0", n)
-	}
-}
-
-// gatedConn is a net.Conn whose first Write waits for a release and that
-// records every Write.
-type gatedConn struct {
-	net.Conn
-	release chan struct{}
-	entered chan struct{}
-	mu      sync.Mutex
-	writes  [][]byte
-}
-
-func (c *gatedConn) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	first := len(c.writes) == 0
-	c.writes = append(c.writes, bytes.Clone(b))
-	c.mu.Unlock()
-	if first {
-		close(c.entered)
-		<-c.release
-	}
-	return len(b), nil
-}
-
-// The worker's writer writes a lone frame at once, from the caller of
-// send, and writes whatever is queued during a write in one go after it.
-func TestLinkWriterCoalesces(t *testing.T) {
-	conn := &gatedConn{release: make(chan struct{}), entered: make(chan struct{})}
-	w := &linkWriter{conn: conn, onErr: func(error) {}}
-	w.flushed.L = &w.mu
-	frame := func(id uint64) codec.Message {
-		return codec.Message{Data: appendDataFrame(nil, fmt.Appendf(nil, "%d", id))}
-	}
-	first := make(chan int64, 1)
-	go func() {
-		end, _ := w.send(1, frame(1))
-		first <- end
-	}()
-	<-conn.entered // the lone frame is being written: no waiting for company
-	var ends []int64
-	for id := uint64(2); id <= 10; id++ {
-		end, err := w.send(id, frame(id)) // queued: returns at once
-		if err != nil {
-			t.Fatal(err)
-		}
-		ends = append(ends, end)
-	}
-	close(conn.release)
-	<-first
-	if err := w.wait(ends[len(ends)-1]); err != nil {
-		t.Fatal(err)
-	}
-	conn.mu.Lock()
-	defer conn.mu.Unlock()
-	if len(conn.writes) != 2 {
-		t.Fatalf("%d writes, want 2: the lone frame, then the nine queued meanwhile", len(conn.writes))
-	}
-	r := bytes.NewReader(conn.writes[1])
-	for want := uint64(2); want <= 10; want++ {
-		id, m, err := codec.ReadStreamMessage(r, 0)
-		if err != nil || id != want || string(m.Data) != string(frame(want).Data) {
-			t.Fatalf("second write, frame of stream %d: got stream %d %q, %v", want, id, m.Data, err)
-		}
-	}
-	if _, _, err := codec.ReadStreamMessage(r, 0); err != io.EOF {
-		t.Fatalf("second write holds more than the nine frames: %v", err)
 	}
 }
 
@@ -631,15 +593,15 @@ func (b *blackhole) freeze() {
 func TestStreamMovesOffASilentConnection(t *testing.T) {
 	s := newTestStreamServer(t, Config{})
 	hole := newBlackhole(t, s.ln.Addr().String())
-	pool := newMuxPool(Config{TCPConnectTimeout: 300 * time.Millisecond, ResponseMuxIdleTimeout: time.Minute}, slog.New(slog.DiscardHandler))
-	defer pool.close()
+	pool := respstream.NewPool(300*time.Millisecond, time.Minute, slog.New(slog.DiscardHandler))
+	defer pool.Close()
 
 	serveOne := func(items int) *testCall {
 		t.Helper()
 		c := startCall(t, s, nil)
 		rc := NewContext(t.Context(), "")
 		defer rc.Release()
-		o, err := pool.open(rc, tcpStreamInfo{Address: hole.ln.Addr().String(), Subject: c.p.subject, Mux: &muxInfo{Version: muxVersion, ServerID: s.serverID, StreamID: c.p.id}})
+		o, err := pool.Open(streamRequest{rc}, respstream.Target{Address: hole.ln.Addr().String(), Subject: c.p.subject, ServerID: s.serverID, StreamID: c.p.id})
 		if err != nil {
 			t.Fatalf("open: %v", err)
 		}
@@ -649,18 +611,18 @@ func TestStreamMovesOffASilentConnection(t *testing.T) {
 		}
 		frames = append(frames, codec.Message{Data: completeFinalFrame}, codec.Message{Header: ctrlSentinel})
 		for _, m := range frames {
-			if _, err := o.write(m); err != nil {
+			if _, err := o.Write(m); err != nil {
 				t.Fatalf("write: %v", err)
 			}
 		}
-		o.close(true)
+		o.Close(true)
 		return c
 	}
 	c := serveOne(3)
 	if err := c.wait(t); err != nil || c.got() != "0,1,2" {
 		t.Fatalf("first stream: %q, %v", c.got(), err)
 	}
-	first := pool.size()
+	first := pool.Size()
 
 	hole.freeze()
 	start := time.Now()
@@ -669,8 +631,8 @@ func TestStreamMovesOffASilentConnection(t *testing.T) {
 		t.Fatalf("stream opened on the silent connection: %q, %v; want every item once", c.got(), err)
 	}
 	t.Logf("the stream moved to a new connection and completed %v after it was opened on the silent one", time.Since(start).Round(time.Millisecond))
-	if first != 1 || pool.size() != 1 {
-		t.Fatalf("worker connections: %d before, %d after; want 1 (the silent one replaced)", first, pool.size())
+	if first != 1 || pool.Size() != 1 {
+		t.Fatalf("worker connections: %d before, %d after; want 1 (the silent one replaced)", first, pool.Size())
 	}
 }
 
@@ -695,98 +657,6 @@ func TestSharedStreamAckIsNotHeldBehindAPartialFrame(t *testing.T) {
 	if err := c.wait(t); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// A caller that is behind (it has not read a stream's opening frame yet)
-// but keeps sending frames is not taken for dead: the worker waits for the
-// ack as long as it hears from the caller, and gives the connection up
-// only after the ack timeout of silence.
-func TestLateAckFromALiveCallerKeepsTheConnection(t *testing.T) {
-	const timeout = 300 * time.Millisecond
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 4)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c
-		}
-	}()
-	pool := newMuxPool(Config{TCPConnectTimeout: timeout, ResponseMuxIdleTimeout: time.Minute}, slog.New(slog.DiscardHandler))
-	defer pool.close()
-
-	rc := NewContext(t.Context(), "")
-	defer rc.Release()
-	opened := make(chan error, 1)
-	go func() {
-		_, err := pool.open(rc, tcpStreamInfo{Address: ln.Addr().String(), Subject: "s1", Mux: &muxInfo{Version: muxVersion, ServerID: "caller", StreamID: 7}})
-		opened <- err
-	}()
-	conn := <-accepted
-	defer conn.Close()
-	r := bufio.NewReader(conn)
-	if _, err := codec.ReadMessage(r, 1<<20); err != nil { // the worker's hello
-		t.Fatal(err)
-	}
-	accept, _ := json.Marshal(muxAccept{StreamType: streamTypeResponseMux, Version: muxVersion, Window: 1 << 20})
-	if err := codec.WriteMessage(conn, codec.Message{Header: accept}); err != nil {
-		t.Fatal(err)
-	}
-	if id, m, err := codec.ReadStreamMessage(r, 1<<20); err != nil || id != 7 || !bytes.Contains(m.Header, []byte(`"s1"`)) {
-		t.Fatalf("opening frame: id %d, %q, %v", id, m.Header, err)
-	}
-
-	// Behind: no ack for five times the timeout (the bound for a stream
-	// left unacknowledged is six), but a keep-going frame on stream 0
-	// every third of it.
-	keepGoing := codec.AppendStreamMessage(nil, 0, codec.Message{Header: ctrlAck})
-	for range 15 {
-		if _, err := conn.Write(keepGoing); err != nil {
-			t.Fatalf("the worker gave up a caller that kept sending: %v", err)
-		}
-		time.Sleep(timeout / 3)
-	}
-	select {
-	case c := <-accepted:
-		c.Close()
-		t.Fatal("the worker dialled a new connection although the caller kept sending")
-	default:
-	}
-	ack := codec.AppendStreamMessage(nil, 7, codec.Message{Header: ctrlAck})
-	if _, err := conn.Write(ack); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-opened; err != nil {
-		t.Fatalf("open: %v", err)
-	}
-
-	// Silent with a stream waiting for its ack: given up after the
-	// timeout (the worker closes the connection).
-	rc2 := NewContext(t.Context(), "")
-	defer rc2.Release()
-	if _, err := pool.open(rc2, tcpStreamInfo{Address: ln.Addr().String(), Subject: "s2", Mux: &muxInfo{Version: muxVersion, ServerID: "caller", StreamID: 8}}); err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	start := time.Now()
-	_ = conn.SetReadDeadline(start.Add(20 * timeout))
-	for {
-		if _, _, err := codec.ReadStreamMessage(r, 1<<20); err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				t.Fatal("the worker kept a silent connection with an unacknowledged stream")
-			}
-			break
-		}
-	}
-	if d := time.Since(start); d < timeout/2 {
-		t.Fatalf("the connection was given up %v after the stream opened; want about %v", d, timeout)
-	}
-	t.Logf("a silent caller's connection was given up %v after the stream opened", time.Since(start).Round(time.Millisecond))
 }
 
 // A caller that keeps reading frames without anything to answer writes a
@@ -838,71 +708,5 @@ func TestCallerAnswersALoneFrame(t *testing.T) {
 	f.send(c.p.id, codec.Message{Data: completeFinalFrame})
 	if err := c.wait(t); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// A worker gives up a shared connection whose caller leaves what it wrote
-// unanswered for the silence bound (a stopped process, a host gone without
-// a reset): the acknowledged streams on it end, so their requests stop.
-func TestSilentCallerIsGivenUp(t *testing.T) {
-	const timeout = 300 * time.Millisecond
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	pool := newMuxPool(Config{TCPConnectTimeout: timeout, ResponseMuxIdleTimeout: time.Minute}, slog.New(slog.DiscardHandler))
-	defer pool.close()
-	rc := NewContext(t.Context(), "")
-	defer rc.Release()
-	opened := make(chan *muxOut, 1)
-	go func() {
-		o, err := pool.open(rc, tcpStreamInfo{Address: ln.Addr().String(), Subject: "s1", Mux: &muxInfo{Version: muxVersion, ServerID: "caller", StreamID: 7}})
-		if err != nil {
-			t.Errorf("open: %v", err)
-		}
-		opened <- o
-	}()
-	conn, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	r := bufio.NewReader(conn)
-	if _, err := codec.ReadMessage(r, 1<<20); err != nil {
-		t.Fatal(err)
-	}
-	accept, _ := json.Marshal(muxAccept{StreamType: streamTypeResponseMux, Version: muxVersion, Window: 1 << 20})
-	if err := codec.WriteMessage(conn, codec.Message{Header: accept}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := codec.ReadStreamMessage(r, 1<<20); err != nil { // the opening frame
-		t.Fatal(err)
-	}
-	if _, err := conn.Write(codec.AppendStreamMessage(nil, 7, codec.Message{Header: ctrlAck})); err != nil {
-		t.Fatal(err)
-	}
-	o := <-opened
-	if o == nil {
-		t.FailNow()
-	}
-	// Idle and acknowledged: nothing is owed, the connection stays.
-	time.Sleep(3 * timeout)
-	if rc.IsKilled() {
-		t.Fatal("an idle connection whose caller owes nothing was given up")
-	}
-	// A frame the caller never answers.
-	start := time.Now()
-	if _, err := o.write(proOK); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-rc.Killed():
-		t.Logf("the stream's request was killed %v after the unanswered write (%v)", time.Since(start).Round(time.Millisecond), context.Cause(rc))
-	case <-time.After(20 * timeout):
-		t.Fatal("the worker kept a connection whose caller left a write unanswered")
-	}
-	if d := time.Since(start); d < timeout {
-		t.Fatalf("given up %v after the write; want the silence bound %v", d, timeout)
 	}
 }

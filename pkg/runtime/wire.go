@@ -3,7 +3,8 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+
+	"github.com/dynamo-go/dynamo/pkg/runtime/internal/respstream"
 )
 
 // Wire messages of the request envelope and the response stream
@@ -19,12 +20,8 @@ const (
 	transportTCPServer    = "tcp_server"
 
 	// muxVersion is the version of the shared-connection protocol
-	// (docs/protocol.md §7.8) this runtime speaks. 2: the caller answers
-	// what it reads within a second (keep-going frames), and the worker
-	// takes a caller that answers nothing for 30 s for gone; a version-1
-	// caller did not answer and would be taken for gone, so the versions
-	// do not mix (they fall back to the classic protocol).
-	muxVersion = 2
+	// (docs/protocol.md §7.8) this runtime speaks.
+	muxVersion = respstream.MuxVersion
 )
 
 // requestControl is the JSON header of a request envelope
@@ -74,13 +71,6 @@ type handshake struct {
 // connection: a classic handshake or a shared-connection handshake.
 type firstFrame struct {
 	Subject    string `json:"subject"`
-	StreamType string `json:"stream_type"`
-	Version    int    `json:"version"`
-	ServerID   string `json:"server_id"`
-}
-
-// muxHello is the worker's handshake on a shared connection.
-type muxHello struct {
 	StreamType string `json:"stream_type"`
 	Version    int    `json:"version"`
 	ServerID   string `json:"server_id"`
@@ -163,12 +153,4 @@ func plainItem(frame []byte) (item []byte, ok bool) {
 
 func errorFrame(e *Error) ([]byte, error) {
 	return json.Marshal(streamWrapper{Data: &annotated{Event: "error", Error: e}})
-}
-
-func decodeControl(b []byte) (string, error) {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return "", fmt.Errorf("runtime: bad control message: %w", err)
-	}
-	return s, nil
 }

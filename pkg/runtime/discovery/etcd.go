@@ -181,18 +181,9 @@ func NewEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 			}
 			return nil, fmt.Errorf("discovery: connect to etcd %v: %w", cfg.Endpoints, he)
 		}
+		logWaiting(ctx, log, cfg, waiting.IsZero(), err)
 		if waiting.IsZero() {
 			waiting = time.Now()
-			args := []any{"endpoints", cfg.Endpoints, "err", err}
-			if d, ok := ctx.Deadline(); ok {
-				args = append(args, "until", d.Format(time.TimeOnly))
-			}
-			if cfg.WaitAdvice != "" {
-				args = append(args, "advice", cfg.WaitAdvice)
-			}
-			log.Warn("discovery: waiting for etcd; retrying", args...)
-		} else {
-			log.Debug("discovery: etcd still unreachable", "endpoints", cfg.Endpoints, "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -204,6 +195,23 @@ func NewEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		}
 		delay = min(2*delay, maxRetryDelay)
 	}
+}
+
+// logWaiting logs that etcd did not answer: the first time at warn, with
+// where, until when (ctx's deadline) and what to set; later at debug.
+func logWaiting(ctx context.Context, log *slog.Logger, cfg EtcdConfig, first bool, err error) {
+	if !first {
+		log.Debug("discovery: etcd still unreachable", "endpoints", cfg.Endpoints, "err", err)
+		return
+	}
+	args := []any{"endpoints", cfg.Endpoints, "err", err}
+	if d, ok := ctx.Deadline(); ok {
+		args = append(args, "until", d.Format(time.TimeOnly))
+	}
+	if cfg.WaitAdvice != "" {
+		args = append(args, "advice", cfg.WaitAdvice)
+	}
+	log.Warn("discovery: waiting for etcd; retrying", args...)
 }
 
 // Done is closed when the lease is lost or the store is closed (or orphaned).

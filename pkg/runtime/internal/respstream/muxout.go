@@ -1,4 +1,4 @@
-package runtime
+package respstream
 
 import (
 	"context"
@@ -16,11 +16,11 @@ import (
 // twice: it establishes a subject once, and answers a second opening with
 // a kill.
 type muxOut struct {
-	pool    *muxPool
+	pool    *Pool
 	key     muxKey
 	id      uint64
 	opening []byte // the opening frame's header
-	rc      *Context
+	rc      Request
 
 	// Used by the request's goroutine only (the responder serializes
 	// write and close).
@@ -101,7 +101,7 @@ func (o *muxOut) addCredit(n int64) {
 // write sends one frame once the stream has credit; it waits for credit
 // until the request is killed (a failed connection kills it too, once
 // the caller acknowledged the stream).
-func (o *muxOut) write(ms ...codec.Message) (int, error) {
+func (o *muxOut) Write(ms ...codec.Message) (int, error) {
 	cost := 0
 	for _, m := range ms {
 		cost += codec.StreamIDSize + m.Size()
@@ -153,14 +153,14 @@ func (o *muxOut) write(ms ...codec.Message) (int, error) {
 	return cost, nil
 }
 
-func (o *muxOut) handlerDone() {}
+func (o *muxOut) HandlerDone() {}
 
 // close ends the stream. If the final frames ended it, it waits for the
 // caller's ack (moving the stream if its connection fails first), so
 // that they are not lost with a dead connection; otherwise (the request
 // was killed) it sends a reset. Then it waits until its frames are
 // written.
-func (o *muxOut) close(ended bool) {
+func (o *muxOut) Close(ended bool) {
 	if ended {
 		for !o.acked {
 			select {
