@@ -1,19 +1,16 @@
 package runtime
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/natsplane"
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/plane"
+	"github.com/dynamo-go/dynamo/pkg/runtime/internal/respstream"
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/tcpplane"
 	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
@@ -38,15 +35,18 @@ func (rt *DistributedRuntime) call(ctx context.Context, inst Instance, payload [
 	if err != nil {
 		return err
 	}
-	p, err := streams.register(instanceRef{inst.EndpointID(), inst.ID})
+	p, err := streams.Register(streamInstance(inst.EndpointID(), inst.ID))
+	if errors.Is(err, respstream.ErrInstanceLeft) {
+		return NewError(TypeDisconnected, "instance %x of %s left discovery", inst.ID, inst.EndpointID().Path())
+	}
 	if err != nil {
 		return err
 	}
-	defer streams.release(p)
+	defer streams.Release(p)
 
-	si := tcpStreamInfo{Address: streams.advertise, Subject: p.subject, Context: rc.ID(), StreamType: streamTypeResponse}
+	si := tcpStreamInfo{Address: streams.Advertise(), Subject: p.Subject(), Context: rc.ID(), StreamType: respstream.StreamTypeResponse}
 	if !rt.cfg.DisableResponseMux {
-		si.Mux = &muxInfo{Version: muxVersion, ServerID: streams.serverID, StreamID: p.id}
+		si.Mux = &muxInfo{Version: muxVersion, ServerID: streams.ID(), StreamID: p.StreamID()}
 	}
 	info, err := json.Marshal(si)
 	if err != nil {
@@ -75,12 +75,12 @@ func (rt *DistributedRuntime) call(ctx context.Context, inst Instance, payload [
 		return sendError(inst, err)
 	}
 
-	var st responseStream
+	var st respstream.Stream
 	timer := time.NewTimer(rt.cfg.CallHomeTimeout)
 	defer timer.Stop()
 	select {
-	case st = <-p.ready:
-	case <-p.gone.Done():
+	case st = <-p.Opened():
+	case <-p.Gone():
 		return NewError(TypeDisconnected, MsgNotEstablished)
 	case <-rc.Done():
 		return context.Cause(rc)
@@ -88,142 +88,6 @@ func (rt *DistributedRuntime) call(ctx context.Context, inst Instance, payload [
 		return NewError(TypeConnectionTimeout, "instance %x of %s did not call home within %s", inst.ID, inst.Endpoint, rt.cfg.CallHomeTimeout)
 	}
 	return readStream(rc, st, emit)
-}
-
-// responseStream is the caller's end of one established response stream:
-// a call-home connection of its own (connStream) or a stream on a shared
-// connection (muxStream).
-type responseStream interface {
-	// next returns the stream's next frame. Once the instance has left
-	// discovery it fails with errOrphaned after a silence of the orphan
-	// timeout; once rc is killed it fails promptly.
-	next(rc *Context) (codec.Message, error)
-	// ready reports whether next would return a frame without waiting
-	// for the network (see Context.OnStreamIdle).
-	ready() bool
-	// control sends a control frame ("stop", "kill") to the worker.
-	control(ctrl []byte)
-	// abort makes a pending next return, after a kill.
-	abort()
-	// close ends the caller's side. ended tells that the worker ended the
-	// stream itself (complete_final, an error prologue, a reset); if not,
-	// the worker is told to abandon it.
-	close(ended bool)
-}
-
-// errStreamReset is next's error after the worker abandoned a stream on
-// a shared connection ("reset"): the counterpart of a classic connection's
-// clean end.
-var errStreamReset = errors.New("runtime: stream reset by the worker")
-
-// errOrphaned is next's error for a stream that stayed silent for timeout
-// after its worker left discovery.
-type errOrphaned struct{ timeout time.Duration }
-
-func (e errOrphaned) Error() string {
-	return fmt.Sprintf("runtime: the worker left discovery and its stream was silent for %s", e.timeout)
-}
-
-// readStream consumes an established response stream. Once the caller
-// stops or kills rc, a goroutine owned by this call forwards that to the
-// worker; a stream that is never stopped costs no goroutine.
-func readStream(rc *Context, st responseStream, emit func([]byte) error) error {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	unwatch := context.AfterFunc(rc.stopCtx, func() {
-		defer wg.Done()
-		forward(rc, st, done)
-	})
-	ended := false // the worker ended the stream
-	idle := streamIdle(rc)
-	defer func() {
-		close(done)
-		if unwatch() {
-			wg.Done() // forward never started
-		}
-		st.close(ended)
-		wg.Wait()
-		idle()
-	}()
-
-	first, err := st.next(rc)
-	if err != nil {
-		ended = errors.Is(err, errStreamReset)
-		return endedEarly(rc, err)
-	}
-	var pro prologue
-	if err := json.Unmarshal(first.Header, &pro); err != nil {
-		return NewError(TypeUnknown, "runtime: bad response prologue: %v", err)
-	}
-	if pro.Error != nil {
-		ended = true
-		if pro.ErrorDetail != nil {
-			return pro.ErrorDetail
-		}
-		return &Error{Type: TypeUnknown, Message: *pro.Error}
-	}
-
-	var firstErr error
-	for {
-		if !st.ready() {
-			idle() // everything received so far is delivered
-		}
-		msg, err := st.next(rc)
-		if err != nil {
-			ended = errors.Is(err, errStreamReset)
-			if rc.IsStopped() && !rc.IsKilled() {
-				return firstErr
-			}
-			return endedEarly(rc, err)
-		}
-		if len(msg.Data) == 0 {
-			continue // a control frame ("sentinel") before complete_final: ignore
-		}
-		if item, ok := plainItem(msg.Data); ok {
-			if err := emit(item); err != nil {
-				st.control(ctrlKill)
-				return err
-			}
-			continue
-		}
-		var w streamWrapper
-		if err := json.Unmarshal(msg.Data, &w); err != nil {
-			firstErr = cmpErr(firstErr, NewError(TypeUnknown, "runtime: undecodable response item: %v", err))
-			continue
-		}
-		switch {
-		case w.CompleteFinal:
-			ended = true
-			return firstErr
-		case w.Data == nil:
-			firstErr = cmpErr(firstErr, NewError(TypeUnknown, "runtime: response item with neither data nor complete_final"))
-		case w.Data.Error != nil:
-			firstErr = cmpErr(firstErr, w.Data.Error)
-		case w.Data.Event == "error":
-			firstErr = cmpErr(firstErr, NewError(TypeUnknown, "%s", strings.Join(w.Data.Comment, "; ")))
-		case len(w.Data.Data) > 0:
-			if err := emit(w.Data.Data); err != nil {
-				st.control(ctrlKill)
-				return err
-			}
-		}
-	}
-}
-
-// forward runs once rc is stopped or killed: it sends "stop" (unless rc
-// is killed already), then "kill" when rc is killed, and aborts the
-// stream, which ends the reader.
-func forward(rc *Context, st responseStream, done <-chan struct{}) {
-	if !rc.IsKilled() {
-		st.control(ctrlStop)
-	}
-	select {
-	case <-rc.Killed():
-		st.control(ctrlKill)
-		st.abort()
-	case <-done:
-	}
 }
 
 // sendError classifies a request-plane failure. A worker that refused the
@@ -257,73 +121,4 @@ func sendError(inst Instance, err error) error {
 func slowAck(err error) bool {
 	return (errors.Is(err, tcpplane.ErrAckTimeout) && !errors.Is(err, tcpplane.ErrConnLost)) ||
 		errors.Is(err, natsplane.ErrTimeout)
-}
-
-func cmpErr(first, next error) error {
-	if first != nil {
-		return first
-	}
-	return next
-}
-
-// endedEarly maps a read failure before complete_final: the caller's own
-// kill, a silent orphan, or a worker that went away.
-func endedEarly(rc *Context, err error) error {
-	if rc.IsKilled() {
-		return context.Cause(rc)
-	}
-	var orphan errOrphaned
-	if errors.As(err, &orphan) {
-		return NewError(TypeDisconnected, "%s: the worker left discovery and its stream was silent for %s", MsgStreamEnded, orphan.timeout)
-	}
-	e := NewError(TypeDisconnected, MsgStreamEnded)
-	if err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, errStreamReset) && err.Error() != "EOF" {
-		e.Cause = &Error{Type: TypeUnknown, Message: err.Error()}
-	}
-	return e
-}
-
-// connStream is a response stream on a call-home connection of its own
-// (the classic protocol).
-type connStream struct {
-	conn    net.Conn
-	r       *bufio.Reader
-	maxSize int
-	orphan  *orphanWatch
-	unwatch func()
-
-	mu sync.Mutex // serializes control frames
-}
-
-func newConnStream(conn net.Conn, maxSize int, p *pendingStream, orphanTimeout time.Duration) *connStream {
-	c := &connStream{conn: conn, r: bufio.NewReader(conn), maxSize: maxSize}
-	c.orphan = &orphanWatch{conn: conn, gone: p.gone, timeout: orphanTimeout}
-	c.unwatch = c.orphan.watch()
-	return c
-}
-
-func (c *connStream) next(*Context) (codec.Message, error) {
-	m, err := codec.ReadMessage(c.r, c.maxSize)
-	if err != nil {
-		return m, c.orphan.silent(err)
-	}
-	c.orphan.heard()
-	return m, nil
-}
-
-func (c *connStream) ready() bool { return codec.FrameBuffered(c.r) }
-
-func (c *connStream) control(ctrl []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_ = c.conn.SetWriteDeadline(time.Now().Add(time.Second))
-	_ = codec.WriteMessage(c.conn, codec.Message{Header: ctrl})
-}
-
-// abort closes the connection, which ends a pending read.
-func (c *connStream) abort() { c.conn.Close() }
-
-func (c *connStream) close(bool) {
-	c.unwatch()
-	c.conn.Close()
 }

@@ -137,13 +137,13 @@ func (c *Client) apply(ev discovery.Event) {
 	for _, id := range removed {
 		delete(c.inhibited, id)
 		if streams != nil {
-			streams.cancelInstance(instanceRef{c.ep, id})
+			streams.CancelInstance(streamInstance(c.ep, id))
 		}
 	}
 	for _, id := range added {
 		delete(c.inhibited, id)
 		if streams != nil {
-			streams.clearTombstone(instanceRef{c.ep, id})
+			streams.ClearTombstone(streamInstance(c.ep, id))
 		}
 	}
 	if len(added)+len(removed) > 0 || ev.Type == discovery.EventResync {

@@ -4,7 +4,7 @@ package runtime
 // accepted as a caller and those it dialled (or is dialling) as a worker.
 func SharedConns(rt *DistributedRuntime) (accepted, dialled int) {
 	if s := rt.streamsIfStarted(); s != nil {
-		accepted = s.sharedConns()
+		accepted = s.SharedConns()
 	}
 	return accepted, rt.mux.Size()
 }
@@ -13,12 +13,7 @@ func SharedConns(rt *DistributedRuntime) (accepted, dialled int) {
 // a caller, as a network failure would.
 func BreakSharedConns(rt *DistributedRuntime) {
 	s := rt.streamsIfStarted()
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for mc := range s.shared {
-		mc.conn.Close()
+	if s != nil {
+		s.BreakShared()
 	}
 }

@@ -65,7 +65,7 @@ type DistributedRuntime struct {
 	closeOnce    sync.Once
 
 	mu      sync.Mutex
-	streams *streamServer
+	streams *respstream.Server
 	clients map[EndpointID]*Client
 	status  *statusServer
 }
@@ -348,25 +348,6 @@ func (rt *DistributedRuntime) Close() error {
 	return err
 }
 
-// streamServer returns the response stream server, starting it on first use.
-func (rt *DistributedRuntime) streamServer() (*streamServer, error) {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if rt.streams != nil {
-		return rt.streams, nil
-	}
-	s, err := listenStreams(rt.cfg, rt.log)
-	if err != nil {
-		return nil, err
-	}
-	if !rt.bg.goRun("response stream server", s.run) {
-		s.ln.Close()
-		return nil, ErrRuntimeClosed
-	}
-	rt.streams = s
-	return s, nil
-}
-
 // Namespace returns a namespace handle. Names are checked when used.
 func (rt *DistributedRuntime) Namespace(name string) Namespace {
 	return Namespace{rt: rt, name: name}
@@ -415,10 +396,3 @@ type Endpoint struct {
 
 // ID returns the endpoint's full id.
 func (e *Endpoint) ID() EndpointID { return e.id }
-
-// streamsIfStarted returns the response stream server if it runs.
-func (rt *DistributedRuntime) streamsIfStarted() *streamServer {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.streams
-}

@@ -11,13 +11,12 @@ import (
 // (docs/protocol.md describes them in full).
 
 const (
+	// maxControlHeader bounds a request envelope's control header.
 	maxControlHeader = 128 << 10
 
 	codecJSON = "json"
 
-	streamTypeResponse    = "response"
-	streamTypeResponseMux = "response_mux"
-	transportTCPServer    = "tcp_server"
+	transportTCPServer = "tcp_server"
 
 	// muxVersion is the version of the shared-connection protocol
 	// (docs/protocol.md §7.8) this runtime speaks.
@@ -60,35 +59,6 @@ type muxInfo struct {
 	StreamID uint64 `json:"stream_id"`
 }
 
-// handshake is the first frame a worker sends after dialling the caller,
-// and the opening frame of each stream on a shared connection.
-type handshake struct {
-	Subject    string `json:"subject"`
-	StreamType string `json:"stream_type"`
-}
-
-// firstFrame is what the caller reads from the first frame of a
-// connection: a classic handshake or a shared-connection handshake.
-type firstFrame struct {
-	Subject    string `json:"subject"`
-	StreamType string `json:"stream_type"`
-	Version    int    `json:"version"`
-	ServerID   string `json:"server_id"`
-}
-
-// muxAccept is the caller's answer to a muxHello: the connection is
-// shared from now on, and every stream starts with Window bytes of credit.
-type muxAccept struct {
-	StreamType string `json:"stream_type"`
-	Version    int    `json:"version"`
-	Window     int64  `json:"window"`
-}
-
-// muxGrant returns flow-control credit for one stream (caller -> worker).
-type muxGrant struct {
-	Window int64 `json:"window"`
-}
-
 // prologue is the second frame: whether the handler started. ErrorDetail is
 // our addition: the typed error, so its class survives the hop; peers that
 // only know "error" still get the text.
@@ -112,18 +82,9 @@ type streamWrapper struct {
 	CompleteFinal bool       `json:"complete_final"`
 }
 
-// Control messages: JSON strings in header-only frames.
-var (
-	ctrlStop     = []byte(`"stop"`)
-	ctrlKill     = []byte(`"kill"`)
-	ctrlSentinel = []byte(`"sentinel"`)
-	// ctrlReset: the worker abandons a stream on a shared connection (the
-	// counterpart of closing a classic one).
-	ctrlReset = []byte(`"reset"`)
-	// ctrlAck: the caller established a stream opened on a shared
-	// connection.
-	ctrlAck = []byte(`"ack"`)
-)
+// ctrlSentinel is the last frame of a stream, after complete_final (the
+// other control messages are respstream's).
+var ctrlSentinel = []byte(respstream.Sentinel)
 
 var completeFinalFrame = []byte(`{"complete_final":true}`)
 

@@ -22,7 +22,7 @@ func dialCaller(ctx context.Context, t Target, timeout time.Duration) (net.Conn,
 		return nil, err
 	}
 	setTCPOptions(conn)
-	hs, _ := json.Marshal(handshake{Subject: t.Subject, StreamType: streamTypeResponse})
+	hs, _ := json.Marshal(handshake{Subject: t.Subject, StreamType: StreamTypeResponse})
 	_ = conn.SetWriteDeadline(time.Now().Add(timeout))
 	if err := codec.WriteMessage(conn, codec.Message{Header: hs}); err != nil {
 		conn.Close()

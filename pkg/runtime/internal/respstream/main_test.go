@@ -20,11 +20,8 @@ var (
 	errCallerGone = errors.New("caller gone")
 )
 
-// proOK is a successful prologue; ctrlAck the caller's ack.
-var (
-	proOK   = codec.Message{Header: []byte(`{"error":null}`)}
-	ctrlAck = []byte(`"ack"`)
-)
+// proOK is a successful prologue.
+var proOK = codec.Message{Header: []byte(`{"error":null}`)}
 
 // testRequest is a Request whose kill cancels its context with the cause.
 type testRequest struct {

@@ -97,7 +97,7 @@ func (p *Pool) Open(rc Request, t Target) (Out, error) {
 }
 
 func (p *Pool) open(rc Request, t Target) (*muxOut, error) {
-	hs, _ := json.Marshal(handshake{Subject: t.Subject, StreamType: streamTypeResponse})
+	hs, _ := json.Marshal(handshake{Subject: t.Subject, StreamType: StreamTypeResponse})
 	o := &muxOut{pool: p, key: muxKey{t.Address, t.ServerID}, id: t.StreamID, opening: hs, rc: rc, more: make(chan struct{}, 1)}
 	if err := o.attach(); err != nil {
 		return nil, err

@@ -3,6 +3,8 @@ package respstream
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
 )
@@ -53,4 +55,49 @@ type Out interface {
 	// they ended it (sentinel or error prologue) or the request was
 	// killed.
 	Close(ended bool)
+}
+
+// Call is what reading a response stream needs of the call it serves:
+// its life. Once the call is killed (Killed closes, and the context ends
+// with the cause), a pending Stream.Next returns the cause.
+type Call interface {
+	context.Context
+	// Killed is closed once the call is killed.
+	Killed() <-chan struct{}
+}
+
+// Stream is the caller's end of one established response stream: a
+// call-home connection of its own or a stream on a shared connection.
+type Stream interface {
+	// Next returns the stream's next frame. Once the instance has left
+	// discovery it fails with an OrphanedError after a silence of the
+	// orphan timeout; once c is killed it fails promptly.
+	Next(c Call) (codec.Message, error)
+	// Ready reports whether Next would return a frame without waiting
+	// for the network.
+	Ready() bool
+	// Stop asks the worker to finish early (the "stop" control message).
+	Stop()
+	// Kill tells the worker to abandon the request ("kill").
+	Kill()
+	// Abort makes a pending Next return, after a kill.
+	Abort()
+	// Close ends the caller's side. ended tells that the worker ended the
+	// stream itself (complete_final, an error prologue, a reset); if not,
+	// the worker is told to abandon it.
+	Close(ended bool)
+}
+
+// ErrReset is Next's error after the worker abandoned a stream on a
+// shared connection ("reset"): the counterpart of a classic connection's
+// clean end.
+var ErrReset = errors.New("runtime: stream reset by the worker")
+
+// OrphanedError is Next's error for a stream that stayed silent for
+// Timeout after its worker left discovery.
+type OrphanedError struct{ Timeout time.Duration }
+
+// Error says how long the orphan was silent.
+func (e OrphanedError) Error() string {
+	return fmt.Sprintf("runtime: the worker left discovery and its stream was silent for %s", e.Timeout)
 }

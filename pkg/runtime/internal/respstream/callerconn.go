@@ -1,12 +1,10 @@
-package runtime
+package respstream
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -24,40 +22,16 @@ import (
 // takes them, so each queue holds at most about one window: a slow
 // consumer stalls only its own stream, at the worker.
 
-// errStreamClosed marks a stream whose call ended: frames still arriving
-// for it are dropped.
-var errStreamClosed = errors.New("runtime: stream closed")
-
-// errWindowOverrun fails a stream whose worker sent more than its credit.
-var errWindowOverrun = errors.New("flow-control window overrun")
-
 // muxConnReadBuffer is the read buffer of a shared connection: it carries
 // the frames of many streams, often several per write.
 const muxConnReadBuffer = 64 << 10
-
-// queuePool recycles the streams' frame queues.
-var queuePool = sync.Pool{New: func() any { return new([]codec.Message) }}
-
-// putQueue clears q (its frames go to the collector) and pools it,
-// unless it is nil or grew beyond maxPooledQueue.
-func putQueue(q []codec.Message) {
-	if q == nil || cap(q) > maxPooledQueue {
-		return
-	}
-	clear(q) // past len, entries are zero already
-	q = q[:0]
-	queuePool.Put(&q)
-}
-
-// maxPooledQueue bounds the queues kept for reuse.
-const maxPooledQueue = 1024
 
 // maxDeadIDs bounds the ids a shared connection remembers having killed.
 const maxDeadIDs = 4096
 
 // muxConn is the caller's end of one shared response connection.
 type muxConn struct {
-	s    *streamServer
+	s    *Server
 	conn net.Conn
 
 	wmu sync.Mutex // serializes writes
@@ -79,13 +53,13 @@ type muxConn struct {
 
 // serveShared accepts a shared connection whose handshake hs was read,
 // and reads it until it ends.
-func (s *streamServer) serveShared(conn net.Conn, hs firstFrame) {
+func (s *Server) serveShared(conn net.Conn, hs firstFrame) {
 	defer conn.Close()
-	if hs.Version != muxVersion || hs.ServerID != s.serverID {
+	if hs.Version != MuxVersion || hs.ServerID != s.serverID {
 		s.log.Debug("runtime: refused a shared response connection", "remote", conn.RemoteAddr(), "version", hs.Version, "server_id", hs.ServerID)
 		return
 	}
-	ack, _ := json.Marshal(muxAccept{StreamType: streamTypeResponseMux, Version: muxVersion, Window: int64(s.window)})
+	ack, _ := json.Marshal(muxAccept{StreamType: streamTypeResponseMux, Version: MuxVersion, Window: int64(s.window)})
 	_ = conn.SetWriteDeadline(time.Now().Add(handshakeTimeout))
 	if err := codec.WriteMessage(conn, codec.Message{Header: ack}); err != nil {
 		s.log.Debug("runtime: shared response connection failed in its handshake", "remote", conn.RemoteAddr(), "err", err)
@@ -104,11 +78,21 @@ func (s *streamServer) serveShared(conn net.Conn, hs firstFrame) {
 	mc.read()
 }
 
-// sharedConns returns how many shared connections the server holds.
-func (s *streamServer) sharedConns() int {
+// SharedConns returns how many shared connections the server holds.
+func (s *Server) SharedConns() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.shared)
+}
+
+// BreakShared closes the shared connections the server holds, as a
+// network failure would (their streams fail).
+func (s *Server) BreakShared() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for mc := range s.shared {
+		mc.conn.Close()
+	}
 }
 
 // read dispatches the connection's frames until it fails. The frames it
@@ -284,7 +268,7 @@ func isStreamEnd(h []byte) bool {
 }
 
 // add opens a stream for p on the connection; nil if it has failed.
-func (mc *muxConn) add(id uint64, p *pendingStream) *muxStream {
+func (mc *muxConn) add(id uint64, p *Pending) *muxStream {
 	st := &muxStream{
 		mc:      mc,
 		id:      id,
@@ -364,198 +348,4 @@ func (mc *muxConn) fail(err error) {
 		st.fail(err)
 	}
 	mc.conn.Close()
-}
-
-// muxStream is one stream on a shared connection, from the opening frame
-// until the call ends.
-type muxStream struct {
-	mc      *muxConn
-	id      uint64
-	p       *pendingStream
-	window  int64
-	limit   int64         // queued bytes beyond which the worker overran its credit
-	timeout time.Duration // orphan bound (<= 0: none)
-	signal  chan struct{} // a frame or a failure arrived
-
-	mu       sync.Mutex
-	queue    []codec.Message
-	head     int
-	queued   int64     // bytes in queue
-	consumed int64     // bytes taken since the last grant
-	heard    time.Time // the last frame from the worker
-	err      error     // the stream ended (after the queue drains)
-
-	killSent atomic.Bool
-	orphan   *time.Timer
-}
-
-// frameCost is what a frame costs its stream's credit: its encoded size,
-// stream id included.
-func frameCost(m codec.Message) int64 {
-	return int64(codec.StreamIDSize + m.Size())
-}
-
-// deliver queues a frame from the connection's reader; it never blocks.
-func (st *muxStream) deliver(m codec.Message) {
-	st.mu.Lock()
-	if st.err != nil {
-		st.mu.Unlock()
-		return
-	}
-	st.heard = time.Now()
-	if len(m.Data) == 0 && bytes.Equal(m.Header, ctrlReset) {
-		st.err = errStreamReset
-	} else {
-		st.queued += frameCost(m)
-		if st.queued > st.limit {
-			st.err = errWindowOverrun
-			st.queue, st.head, st.queued = nil, 0, 0
-		} else {
-			if st.queue == nil {
-				st.queue = *queuePool.Get().(*[]codec.Message)
-			}
-			st.queue = append(st.queue, m)
-		}
-	}
-	overrun := st.err == errWindowOverrun
-	st.mu.Unlock()
-	st.wake()
-	if overrun {
-		st.mc.remove(st.id, true)
-		st.sendKill()
-	}
-}
-
-func (st *muxStream) wake() {
-	select {
-	case st.signal <- struct{}{}:
-	default:
-	}
-}
-
-// fail ends the stream with err once the frames before it are taken.
-func (st *muxStream) fail(err error) {
-	st.mu.Lock()
-	if st.err == nil {
-		st.err = err
-	}
-	st.mu.Unlock()
-	st.wake()
-}
-
-func (st *muxStream) ready() bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.head < len(st.queue)
-}
-
-func (st *muxStream) next(rc *Context) (codec.Message, error) {
-	for {
-		st.mu.Lock()
-		if st.head < len(st.queue) {
-			m := st.queue[st.head]
-			st.queue[st.head] = codec.Message{}
-			if st.head++; st.head == len(st.queue) {
-				// Drained: the queue goes back to the pool, so a stream
-				// waiting for its next frame holds none.
-				putQueue(st.queue)
-				st.queue, st.head = nil, 0
-			}
-			cost := frameCost(m)
-			st.queued -= cost
-			st.consumed += cost
-			var grant int64
-			if st.consumed >= st.window/2 {
-				grant, st.consumed = st.consumed, 0
-			}
-			st.mu.Unlock()
-			if grant > 0 {
-				st.grant(grant)
-			}
-			return m, nil
-		}
-		if err := st.err; err != nil {
-			st.mu.Unlock()
-			return codec.Message{}, err
-		}
-		heard := st.heard
-		st.mu.Unlock()
-
-		// Once the instance left discovery, the stream may stay silent
-		// only for the orphan timeout.
-		var gone <-chan struct{}
-		var silence <-chan time.Time
-		if st.timeout > 0 {
-			left := st.p.leftAt()
-			if left.IsZero() && st.p.gone.Err() != nil {
-				left = time.Now() // released: not expected while reading
-			}
-			if !left.IsZero() {
-				wait := time.Until(later(left, heard).Add(st.timeout))
-				if wait <= 0 {
-					return codec.Message{}, errOrphaned{st.timeout}
-				}
-				if st.orphan == nil {
-					st.orphan = time.NewTimer(wait)
-				} else {
-					st.orphan.Reset(wait)
-				}
-				silence = st.orphan.C
-			} else {
-				gone = st.p.gone.Done()
-			}
-		}
-		select {
-		case <-st.signal:
-		case <-rc.Killed():
-			return codec.Message{}, context.Cause(rc)
-		case <-gone:
-		case <-silence:
-		}
-	}
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-func (st *muxStream) grant(n int64) {
-	hdr, _ := json.Marshal(muxGrant{Window: n})
-	st.mc.send(st.id, hdr)
-}
-
-// sendKill tells the worker to abandon the stream, once.
-func (st *muxStream) sendKill() {
-	if st.killSent.CompareAndSwap(false, true) {
-		st.mc.send(st.id, ctrlKill)
-	}
-}
-
-func (st *muxStream) control(ctrl []byte) {
-	if bytes.Equal(ctrl, ctrlKill) {
-		st.sendKill()
-		return
-	}
-	st.mc.send(st.id, ctrl)
-}
-
-// abort needs to do nothing: next watches the kill itself.
-func (st *muxStream) abort() {}
-
-func (st *muxStream) close(ended bool) {
-	if st.orphan != nil {
-		st.orphan.Stop()
-	}
-	st.mu.Lock()
-	q := st.queue
-	st.queue, st.head, st.err = nil, 0, errStreamClosed
-	st.mu.Unlock()
-	putQueue(q)
-	st.mc.remove(st.id, !ended)
-	if !ended {
-		st.sendKill()
-	}
 }

@@ -1,4 +1,4 @@
-package runtime
+package respstream
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -16,57 +17,30 @@ import (
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
-	"github.com/dynamo-go/dynamo/pkg/runtime/internal/respstream"
 )
+
+// The caller's end, tested against a fake worker (frame by frame) and
+// against the worker's end (Pool).
 
 // newTestStreamServer runs a response stream server on loopback until the
 // test ends.
-func newTestStreamServer(t *testing.T, cfg Config) *streamServer {
+func newTestStreamServer(t *testing.T, cfg ServerConfig) *Server {
 	t.Helper()
-	cfg.ResponseStreamHost = "127.0.0.1"
+	cfg.Addr, cfg.AdvertiseHost = "127.0.0.1:0", "127.0.0.1"
 	if cfg.MaxMessageSize == 0 {
 		cfg.MaxMessageSize = 1 << 20
 	}
-	s, err := listenStreams(cfg, slog.New(slog.DiscardHandler))
+	s, err := Listen(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- s.run(t.Context()) }()
+	go func() { done <- s.Run(t.Context()) }()
 	t.Cleanup(func() {
-		s.ln.Close()
+		s.Close()
 		<-done
 	})
 	return s
-}
-
-// dialShared dials s's address as a worker does (respstream) and makes
-// the connection shared. It returns the caller's per-stream window.
-func dialShared(ctx context.Context, addr, serverID string, timeout time.Duration) (net.Conn, int64, error) {
-	d := net.Dialer{Timeout: timeout, KeepAliveConfig: streamKeepAlive}
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, 0, err
-	}
-	_ = conn.SetDeadline(time.Now().Add(timeout))
-	hello, _ := json.Marshal(firstFrame{StreamType: streamTypeResponseMux, Version: muxVersion, ServerID: serverID})
-	var acc muxAccept
-	err = codec.WriteMessage(conn, codec.Message{Header: hello})
-	if err == nil {
-		var m codec.Message
-		if m, err = codec.ReadMessage(conn, maxControlHeader); err == nil {
-			err = json.Unmarshal(m.Header, &acc)
-		}
-	}
-	if err == nil && (acc.StreamType != streamTypeResponseMux || acc.Version != muxVersion || acc.Window <= 0) {
-		err = fmt.Errorf("unexpected handshake answer %+v", acc)
-	}
-	if err != nil {
-		conn.Close()
-		return nil, 0, err
-	}
-	_ = conn.SetDeadline(time.Time{})
-	return conn, acc.Window, nil
 }
 
 // fakeWorker drives the worker's end of a shared connection frame by
@@ -78,9 +52,9 @@ type fakeWorker struct {
 	window int64
 }
 
-func dialFake(t *testing.T, s *streamServer) *fakeWorker {
+func dialFake(t *testing.T, s *Server) *fakeWorker {
 	t.Helper()
-	conn, window, err := dialShared(t.Context(), s.advertise, s.serverID, 5*time.Second)
+	conn, window, err := dialShared(t.Context(), muxKey{s.advertise, s.serverID}, 5*time.Second)
 	if err != nil {
 		t.Fatalf("dialShared: %v", err)
 	}
@@ -96,19 +70,19 @@ func (f *fakeWorker) send(id uint64, m codec.Message) {
 }
 
 // open opens p's stream and reads the caller's ack.
-func (f *fakeWorker) open(p *pendingStream) {
+func (f *fakeWorker) open(p *Pending) {
 	f.t.Helper()
 	f.sendOpening(p)
 	f.expect(p.id, `"ack"`)
 }
 
-func (f *fakeWorker) sendOpening(p *pendingStream) {
-	hs, _ := json.Marshal(handshake{Subject: p.subject, StreamType: streamTypeResponse})
+func (f *fakeWorker) sendOpening(p *Pending) {
+	hs, _ := json.Marshal(handshake{Subject: p.subject, StreamType: StreamTypeResponse})
 	f.send(p.id, codec.Message{Header: hs})
 }
 
 func (f *fakeWorker) item(id uint64, v string) {
-	f.send(id, codec.Message{Data: appendDataFrame(nil, []byte(v))})
+	f.send(id, dataFrame(v))
 }
 
 // read returns the next frame from the caller, or ok false if none comes
@@ -141,32 +115,39 @@ func (f *fakeWorker) expectNothing() {
 	}
 }
 
+// testInstance is the instance the tests' calls go to.
+var testInstance = Instance{Endpoint: "ns/c/generate", ID: 1}
+
 // call registers a stream, lets open be done, and reads it like a call.
 type testCall struct {
-	p     *pendingStream
-	rc    *Context
+	p     *Pending
+	rc    *testRequest
 	mu    sync.Mutex
+	st    Stream
 	items []string
 	done  chan error
 }
 
-func startCall(t *testing.T, s *streamServer, emit func(c *testCall, item []byte) error) *testCall {
+func startCall(t *testing.T, s *Server, emit func(c *testCall, item []byte) error) *testCall {
 	t.Helper()
-	p, err := s.register(instanceRef{EndpointID{Namespace: "ns", Component: "c", Name: "generate"}, 1})
+	p, err := s.Register(testInstance)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &testCall{p: p, rc: NewContext(t.Context(), ""), done: make(chan error, 1)}
+	c := &testCall{p: p, rc: newTestRequest(t), done: make(chan error, 1)}
 	go func() {
-		defer s.release(p)
-		var st responseStream
+		defer s.Release(p)
+		var st Stream
 		select {
-		case st = <-p.ready:
+		case st = <-p.Opened():
 		case <-time.After(5 * time.Second):
 			c.done <- errors.New("the stream was not opened within 5s")
 			return
 		}
-		c.done <- readStream(c.rc, st, func(item []byte) error {
+		c.mu.Lock()
+		c.st = st
+		c.mu.Unlock()
+		c.done <- readCall(c.rc, st, func(item []byte) error {
 			c.mu.Lock()
 			c.items = append(c.items, string(item))
 			c.mu.Unlock()
@@ -177,6 +158,74 @@ func startCall(t *testing.T, s *streamServer, emit func(c *testCall, item []byte
 		})
 	}()
 	return c
+}
+
+// stream returns the stream the call reads (once opened).
+func (c *testCall) stream() Stream {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st
+}
+
+// Data frames as the runtime writes them, in the one shape readCall
+// decodes.
+var (
+	dataPrefix    = []byte(`{"data":{"data":`)
+	dataSuffix    = []byte(`},"complete_final":false}`)
+	completeFinal = codec.Message{Data: []byte(`{"complete_final":true}`)}
+)
+
+func dataFrame(v string) codec.Message {
+	return codec.Message{Data: append(append(append([]byte(nil), dataPrefix...), v...), dataSuffix...)}
+}
+
+// Errors of readCall: the worker's error prologue, a prologue of no
+// known shape.
+var (
+	errPrologue    = errors.New("error prologue")
+	errBadPrologue = errors.New("bad prologue")
+)
+
+// readCall reads st as the runtime's call does (readStream), with the
+// transport's view of the frames: nil after complete_final, errPrologue
+// after an error prologue, Next's error otherwise; emit gets each data
+// item, and an error from it kills the stream. Like the call, it closes
+// the stream as ended when the worker ended it.
+func readCall(c Call, st Stream, emit func([]byte) error) error {
+	ended := false
+	defer func() { st.Close(ended) }()
+	first, err := st.Next(c)
+	if err != nil {
+		ended = errors.Is(err, ErrReset)
+		return err
+	}
+	switch {
+	case bytes.Equal(first.Header, proOK.Header):
+	case bytes.HasPrefix(first.Header, []byte(`{"error":"`)):
+		ended = true
+		return errPrologue
+	default:
+		return errBadPrologue
+	}
+	for {
+		m, err := st.Next(c)
+		if err != nil {
+			ended = errors.Is(err, ErrReset)
+			return err
+		}
+		if len(m.Data) == 0 {
+			continue
+		}
+		if bytes.Equal(m.Data, completeFinal.Data) {
+			ended = true
+			return nil
+		}
+		item := bytes.TrimSuffix(bytes.TrimPrefix(m.Data, dataPrefix), dataSuffix)
+		if err := emit(item); err != nil {
+			st.Kill()
+			return err
+		}
+	}
 }
 
 func (c *testCall) wait(t *testing.T) error {
@@ -196,16 +245,23 @@ func (c *testCall) got() string {
 	return strings.Join(c.items, ",")
 }
 
-var proOK = codec.Message{Header: []byte(`{"error":null}`)}
-
-// The ways a stream on a shared connection ends, as the caller sees them.
+// The ways a stream on a shared connection ends, as the caller's reader
+// sees them (the runtime's readStream maps them to its errors).
 func TestSharedStreamEnds(t *testing.T) {
-	disconnected := func(wantCause bool) func(t *testing.T, err error) {
+	is := func(want ...error) func(t *testing.T, err error) {
 		return func(t *testing.T, err error) {
-			var e *Error
-			if !errors.As(err, &e) || e.Type != TypeDisconnected || e.Message != MsgStreamEnded || (e.Cause != nil) != wantCause {
-				t.Fatalf("call = %#v, want Disconnected %q (cause: %v)", err, MsgStreamEnded, wantCause)
+			for _, w := range want {
+				if errors.Is(err, w) {
+					return
+				}
 			}
+			t.Fatalf("call = %#v, want one of %v", err, want)
+		}
+	}
+	connEnded := is(io.EOF, net.ErrClosed)
+	failed := func(t *testing.T, err error) {
+		if err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, ErrReset) {
+			t.Fatalf("call = %#v, want the connection's failure", err)
 		}
 	}
 	tests := []struct {
@@ -219,7 +275,7 @@ func TestSharedStreamEnds(t *testing.T) {
 		{"complete", false, func(f *fakeWorker, id uint64) {
 			f.send(id, proOK)
 			f.item(id, "1")
-			f.send(id, codec.Message{Data: completeFinalFrame})
+			f.send(id, completeFinal)
 			f.send(id, codec.Message{Header: ctrlSentinel})
 		}, "1", func(t *testing.T, err error) {
 			if err != nil {
@@ -228,54 +284,42 @@ func TestSharedStreamEnds(t *testing.T) {
 		}, false},
 		{"error prologue", false, func(f *fakeWorker, id uint64) {
 			f.send(id, codec.Message{Header: []byte(`{"error":"Backend.EngineShutdown: gone","error_detail":{"error_type":"Backend.EngineShutdown","message":"gone"}}`)})
-		}, "", func(t *testing.T, err error) {
-			if !errors.Is(err, ErrEngineShutdown) {
-				t.Fatalf("call = %v, want EngineShutdown", err)
-			}
-		}, false},
+		}, "", is(errPrologue), false},
 		{"reset is a classic connection's end", false, func(f *fakeWorker, id uint64) {
 			f.send(id, proOK)
 			f.item(id, "1")
 			f.item(id, "2")
 			f.send(id, codec.Message{Header: ctrlReset})
-		}, "1,2", disconnected(false), false},
+		}, "1,2", is(ErrReset), false},
 		{"reset after the caller's stop is a clean end", true, func(f *fakeWorker, id uint64) {
 			f.send(id, proOK)
 			f.item(id, "1")
 			f.expect(id, `"stop"`)
 			f.send(id, codec.Message{Header: ctrlReset})
-		}, "1", func(t *testing.T, err error) {
-			if err != nil {
-				t.Fatalf("call = %v, want a clean end", err)
-			}
-		}, false},
+		}, "1", is(ErrReset), false},
 		{"connection ends after frames: they come first", false, func(f *fakeWorker, id uint64) {
 			f.send(id, proOK)
 			f.item(id, "1")
 			f.item(id, "2")
 			f.conn.Close()
-		}, "1,2", disconnected(false), false},
+		}, "1,2", connEnded, false},
 		{"bad frame fails the connection", false, func(f *fakeWorker, id uint64) {
 			f.send(id, proOK)
 			frame := codec.AppendStreamMessage(nil, id, codec.Message{Data: []byte(`{"complete_final":true}`)})
 			frame[len(frame)-1] ^= 1 // checksum mismatch
 			_, _ = f.conn.Write(frame)
-		}, "", disconnected(true), false},
+		}, "", failed, false},
 		{"bad prologue", false, func(f *fakeWorker, id uint64) {
 			f.send(id, codec.Message{Header: []byte(`nope`)})
-		}, "", func(t *testing.T, err error) {
-			if !errors.Is(err, ErrUnknown) {
-				t.Fatalf("call = %v, want Unknown", err)
-			}
-		}, true},
+		}, "", is(errBadPrologue), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newTestStreamServer(t, Config{})
+			s := newTestStreamServer(t, ServerConfig{})
 			f := dialFake(t, s)
 			c := startCall(t, s, func(c *testCall, item []byte) error {
 				if tc.stopAtOne && string(item) == "1" {
-					c.rc.Stop()
+					c.stream().Stop() // the runtime forwards its Context's stop
 				}
 				return nil
 			})
@@ -299,10 +343,11 @@ func TestSharedStreamEnds(t *testing.T) {
 }
 
 // A worker that ignores its credit overruns the stream's window: the
-// caller fails that stream (Disconnected, caused by the overrun) and kills
+// caller fails that stream (with errWindowOverrun, which the call reports
+// as Disconnected, caused by the overrun) and kills
 // it, instead of queueing without bound.
 func TestSharedStreamOverrunIsKilled(t *testing.T) {
-	s := newTestStreamServer(t, Config{ResponseStreamWindow: 1024, MaxMessageSize: 4096})
+	s := newTestStreamServer(t, ServerConfig{Window: 1024, MaxMessageSize: 4096})
 	f := dialFake(t, s)
 	release := make(chan struct{})
 	c := startCall(t, s, func(_ *testCall, item []byte) error {
@@ -318,10 +363,8 @@ func TestSharedStreamOverrunIsKilled(t *testing.T) {
 	}
 	f.expect(c.p.id, `"kill"`)
 	close(release)
-	err := c.wait(t)
-	var e *Error
-	if !errors.As(err, &e) || e.Type != TypeDisconnected || e.Cause == nil || !strings.Contains(e.Cause.Error(), "overrun") {
-		t.Fatalf("overrun stream = %v, want Disconnected caused by the overrun", err)
+	if err := c.wait(t); !errors.Is(err, errWindowOverrun) || !strings.Contains(err.Error(), "overrun") {
+		t.Fatalf("overrun stream = %v, want the overrun", err)
 	}
 }
 
@@ -329,7 +372,7 @@ func TestSharedStreamOverrunIsKilled(t *testing.T) {
 // least half the window, never more than it took.
 func TestSharedStreamGrantsCredit(t *testing.T) {
 	const window = 4096
-	s := newTestStreamServer(t, Config{ResponseStreamWindow: window})
+	s := newTestStreamServer(t, ServerConfig{Window: window})
 	f := dialFake(t, s)
 	if f.window != window {
 		t.Fatalf("handshake window = %d, want %d", f.window, window)
@@ -340,7 +383,7 @@ func TestSharedStreamGrantsCredit(t *testing.T) {
 	f.send(c.p.id, proOK)
 	var granted int64
 	for i := range 500 {
-		m := codec.Message{Data: appendDataFrame(nil, fmt.Appendf(nil, "%d", i))}
+		m := dataFrame(fmt.Sprint(i))
 		f.send(c.p.id, m)
 		sent += frameCost(m)
 		for sent-granted > window { // a worker must wait for credit here
@@ -355,7 +398,7 @@ func TestSharedStreamGrantsCredit(t *testing.T) {
 			granted += grant.Window
 		}
 	}
-	f.send(c.p.id, codec.Message{Data: completeFinalFrame})
+	f.send(c.p.id, completeFinal)
 	if err := c.wait(t); err != nil {
 		t.Fatal(err)
 	}
@@ -368,18 +411,18 @@ func TestSharedStreamGrantsCredit(t *testing.T) {
 // per stream, but the frames that end a stream are not; an opening frame
 // whose id does not match the pending stream's is refused with a kill.
 func TestSharedStreamUnknownIDs(t *testing.T) {
-	s := newTestStreamServer(t, Config{})
+	s := newTestStreamServer(t, ServerConfig{})
 	f := dialFake(t, s)
 	f.item(999, "1")
 	f.item(999, "2")
 	f.send(998, codec.Message{Header: ctrlSentinel})
 	f.send(997, codec.Message{Header: ctrlReset})
-	p, err := s.register(instanceRef{EndpointID{Namespace: "ns", Component: "c", Name: "generate"}, 1})
+	p, err := s.Register(testInstance)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.release(p)
-	hs, _ := json.Marshal(handshake{Subject: p.subject, StreamType: streamTypeResponse})
+	defer s.Release(p)
+	hs, _ := json.Marshal(handshake{Subject: p.subject, StreamType: StreamTypeResponse})
 	f.send(p.id+100, codec.Message{Header: hs})
 	f.expect(999, `"kill"`)
 	f.expect(p.id+100, `"kill"`)
@@ -399,13 +442,13 @@ func TestSharedStreamUnknownIDs(t *testing.T) {
 // A pending stream that the caller released (it timed out, or its
 // instance left discovery) is killed when the worker opens it after all.
 func TestSharedStreamOpenedTooLateIsKilled(t *testing.T) {
-	s := newTestStreamServer(t, Config{})
+	s := newTestStreamServer(t, ServerConfig{})
 	f := dialFake(t, s)
-	p, err := s.register(instanceRef{EndpointID{Namespace: "ns", Component: "c", Name: "generate"}, 1})
+	p, err := s.Register(testInstance)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.release(p)
+	s.Release(p)
 	f.sendOpening(p)
 	f.expect(p.id, `"kill"`)
 }
@@ -413,11 +456,11 @@ func TestSharedStreamOpenedTooLateIsKilled(t *testing.T) {
 // A shared-connection handshake naming another server (a caller that
 // restarted on the same port) is refused.
 func TestSharedConnectionRefusesAnotherServer(t *testing.T) {
-	s := newTestStreamServer(t, Config{})
-	if _, _, err := dialShared(t.Context(), s.advertise, "not-"+s.serverID, 2*time.Second); err == nil {
+	s := newTestStreamServer(t, ServerConfig{})
+	if _, _, err := dialShared(t.Context(), muxKey{s.advertise, "not-" + s.serverID}, 2*time.Second); err == nil {
 		t.Fatal("dialShared with a wrong server id succeeded")
 	}
-	if n := s.sharedConns(); n != 0 {
+	if n := s.SharedConns(); n != 0 {
 		t.Fatalf("server holds %d shared connections, want 0", n)
 	}
 }
@@ -441,14 +484,14 @@ func (c *readOnlyConn) Close() error { return nil }
 // input ends.
 func FuzzSharedConnection(f *testing.F) {
 	open := func(id uint64, subject string) []byte {
-		hs, _ := json.Marshal(handshake{Subject: subject, StreamType: streamTypeResponse})
+		hs, _ := json.Marshal(handshake{Subject: subject, StreamType: StreamTypeResponse})
 		return codec.AppendStreamMessage(nil, id, codec.Message{Header: hs})
 	}
 	var seq []byte
 	seq = append(seq, open(1, "s1")...)
 	seq = append(seq, open(2, "s2")...)
 	seq = codec.AppendStreamMessage(seq, 1, proOK)
-	seq = codec.AppendStreamMessage(seq, 2, codec.Message{Data: appendDataFrame(nil, []byte("7"))})
+	seq = codec.AppendStreamMessage(seq, 2, dataFrame("7"))
 	seq = codec.AppendStreamMessage(seq, 1, codec.Message{Header: ctrlReset})
 	seq = codec.AppendStreamMessage(seq, 9, codec.Message{Header: ctrlSentinel})
 	seq = codec.AppendStreamMessage(seq, 0, codec.Message{Header: []byte(`{}`)})
@@ -459,15 +502,15 @@ func FuzzSharedConnection(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 1})
 
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s := &streamServer{
+		s := &Server{
 			maxSize: 1 << 16, window: 1024, orphanTimeout: time.Second,
 			log:     slog.New(slog.DiscardHandler),
-			pending: map[string]*pendingStream{}, established: map[string]*pendingStream{},
-			tombstones: map[instanceRef]time.Time{}, conns: map[net.Conn]struct{}{}, shared: map[*muxConn]struct{}{},
+			pending: map[string]*Pending{}, established: map[string]*Pending{},
+			tombstones: map[Instance]time.Time{}, conns: map[net.Conn]struct{}{}, shared: map[*muxConn]struct{}{},
 		}
-		var ps []*pendingStream
+		var ps []*Pending
 		for i, subject := range []string{"s1", "s2"} {
-			p := &pendingStream{subject: subject, id: uint64(i + 1), ready: make(chan responseStream, 1)}
+			p := &Pending{subject: subject, id: uint64(i + 1), ready: make(chan Stream, 1)}
 			p.gone, p.markGone = context.WithCancel(context.Background())
 			s.pending[subject] = p
 			ps = append(ps, p)
@@ -477,17 +520,16 @@ func FuzzSharedConnection(f *testing.F) {
 		for _, p := range ps {
 			select {
 			case st := <-p.ready:
-				rc := NewContext(t.Context(), "")
+				rc := &testRequest{Context: t.Context(), killed: make(chan struct{})}
 				for n := 0; ; n++ {
-					if _, err := st.next(rc); err != nil {
+					if _, err := st.Next(rc); err != nil {
 						break
 					}
 					if n > len(b) {
 						t.Fatal("a stream yields more frames than the input holds")
 					}
 				}
-				st.close(false)
-				rc.Release()
+				st.Close(false)
 			default:
 			}
 			p.markGone()
@@ -591,25 +633,23 @@ func (b *blackhole) freeze() {
 // new connection and writes its frames again; the caller gets each frame
 // once.
 func TestStreamMovesOffASilentConnection(t *testing.T) {
-	s := newTestStreamServer(t, Config{})
+	s := newTestStreamServer(t, ServerConfig{})
 	hole := newBlackhole(t, s.ln.Addr().String())
-	pool := respstream.NewPool(300*time.Millisecond, time.Minute, slog.New(slog.DiscardHandler))
+	pool := NewPool(300*time.Millisecond, time.Minute, slog.New(slog.DiscardHandler))
 	defer pool.Close()
 
 	serveOne := func(items int) *testCall {
 		t.Helper()
 		c := startCall(t, s, nil)
-		rc := NewContext(t.Context(), "")
-		defer rc.Release()
-		o, err := pool.Open(streamRequest{rc}, respstream.Target{Address: hole.ln.Addr().String(), Subject: c.p.subject, ServerID: s.serverID, StreamID: c.p.id})
+		o, err := pool.Open(newTestRequest(t), Target{Address: hole.ln.Addr().String(), Subject: c.p.subject, ServerID: s.serverID, StreamID: c.p.id})
 		if err != nil {
 			t.Fatalf("open: %v", err)
 		}
 		frames := []codec.Message{proOK}
 		for i := range items {
-			frames = append(frames, codec.Message{Data: appendDataFrame(nil, fmt.Appendf(nil, "%d", i))})
+			frames = append(frames, dataFrame(fmt.Sprint(i)))
 		}
-		frames = append(frames, codec.Message{Data: completeFinalFrame}, codec.Message{Header: ctrlSentinel})
+		frames = append(frames, completeFinal, codec.Message{Header: ctrlSentinel})
 		for _, m := range frames {
 			if _, err := o.Write(m); err != nil {
 				t.Fatalf("write: %v", err)
@@ -640,10 +680,10 @@ func TestStreamMovesOffASilentConnection(t *testing.T) {
 // even when what it has read ends inside the next frame (under a steady
 // flow its buffer is never empty at a frame boundary).
 func TestSharedStreamAckIsNotHeldBehindAPartialFrame(t *testing.T) {
-	s := newTestStreamServer(t, Config{})
+	s := newTestStreamServer(t, ServerConfig{})
 	f := dialFake(t, s)
 	c := startCall(t, s, nil)
-	hs, _ := json.Marshal(handshake{Subject: c.p.subject, StreamType: streamTypeResponse})
+	hs, _ := json.Marshal(handshake{Subject: c.p.subject, StreamType: StreamTypeResponse})
 	b := codec.AppendStreamMessage(nil, c.p.id, codec.Message{Header: hs})
 	next := codec.AppendStreamMessage(nil, c.p.id, proOK)
 	if _, err := f.conn.Write(append(b, next[:10]...)); err != nil {
@@ -653,7 +693,7 @@ func TestSharedStreamAckIsNotHeldBehindAPartialFrame(t *testing.T) {
 	if _, err := f.conn.Write(next[10:]); err != nil {
 		t.Fatal(err)
 	}
-	f.send(c.p.id, codec.Message{Data: completeFinalFrame})
+	f.send(c.p.id, completeFinal)
 	if err := c.wait(t); err != nil {
 		t.Fatal(err)
 	}
@@ -664,7 +704,7 @@ func TestSharedStreamAckIsNotHeldBehindAPartialFrame(t *testing.T) {
 // it from a dead one (the ack of a stream whose opening frame waits
 // behind others may be late).
 func TestCallerThatOnlyReadsSaysItKeepsGoing(t *testing.T) {
-	s := newTestStreamServer(t, Config{})
+	s := newTestStreamServer(t, ServerConfig{})
 	f := dialFake(t, s)
 	c := startCall(t, s, nil)
 	f.open(c.p)
@@ -682,7 +722,7 @@ func TestCallerThatOnlyReadsSaysItKeepsGoing(t *testing.T) {
 	if d := time.Since(start); d < muxKeepGoing {
 		t.Fatalf("keep-going frame after %v of reading; want one per %v at most", d, muxKeepGoing)
 	}
-	f.send(c.p.id, codec.Message{Data: completeFinalFrame})
+	f.send(c.p.id, completeFinal)
 	if err := c.wait(t); err != nil {
 		t.Fatal(err)
 	}
@@ -691,7 +731,7 @@ func TestCallerThatOnlyReadsSaysItKeepsGoing(t *testing.T) {
 // A caller answers even a lone frame that arrives just after it wrote
 // something: a keep-going frame follows within muxKeepGoing.
 func TestCallerAnswersALoneFrame(t *testing.T) {
-	s := newTestStreamServer(t, Config{})
+	s := newTestStreamServer(t, ServerConfig{})
 	f := dialFake(t, s)
 	c := startCall(t, s, nil)
 	f.open(c.p) // the caller just wrote its ack
@@ -705,7 +745,7 @@ func TestCallerAnswersALoneFrame(t *testing.T) {
 		t.Fatalf("the lone frame was answered after %v; want within about %v", d, muxKeepGoing)
 	}
 	f.expectNothing() // and nothing more while nothing arrives
-	f.send(c.p.id, codec.Message{Data: completeFinalFrame})
+	f.send(c.p.id, completeFinal)
 	if err := c.wait(t); err != nil {
 		t.Fatal(err)
 	}
