@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -134,7 +135,7 @@ func (mc *muxConn) read() {
 		}
 		id, m, err := codec.ReadStreamMessage(r, mc.s.maxSize)
 		if err != nil {
-			mc.fail(err)
+			mc.failed(err)
 			return
 		}
 		mc.unanswered = true
@@ -339,6 +340,19 @@ func (mc *muxConn) write(buf []byte) {
 
 // fail ends every stream of the connection with err: the connection
 // broke or ended.
+// failed ends the connection after its reader's error, saying so when it
+// had streams in flight: a worker's connection lost in the middle of its
+// answers is worth a line, at this end too.
+func (mc *muxConn) failed(err error) {
+	mc.mu.Lock()
+	n := len(mc.streams)
+	mc.mu.Unlock()
+	if n > 0 && !errors.Is(err, net.ErrClosed) {
+		mc.s.log.Warn("runtime: shared response connection from a worker failed", "err", err, "streams_failed", n)
+	}
+	mc.fail(err)
+}
+
 func (mc *muxConn) fail(err error) {
 	mc.mu.Lock()
 	streams := mc.streams
