@@ -40,25 +40,14 @@ func main() { os.Exit(run(os.Args[1:], os.Getenv, os.Stderr, nil)) }
 // (printed), 2 for bad flags. ready, when not nil, receives the listening
 // address.
 func run(args []string, env func(string) string, stderr io.Writer, ready chan<- string) int {
-	fs := cli.NewFlagSet("frontend", stderr)
-	f := register(envflag.New(fs, env))
-	rf := runtimeflags.Register(fs, env)
-	if code, done := cli.Parse(fs, args, "usage: frontend [flags]\n", envHelp+runtimeflags.EnvHelp+obsflags.EnvHelp); done {
+	c, code, done := configure(args, env, stderr)
+	if done {
 		return code
 	}
-	s, serr := f.settings(env)
-	rcfg, rerr := rf.Config()
-	tcfg, terr := obsflags.Tracing(env, "frontend")
-	if err := errors.Join(serr, rerr, terr); err != nil {
-		fmt.Fprintln(stderr, "frontend:", err)
-		return 2
-	}
-	rcfg.SystemPort = runtime.SystemPortDisabled // the frontend serves /health and /metrics itself
 	log := obsflags.Logger(stderr, env)
-
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	tp, err := telemetry.New(ctx, tcfg)
+	tp, err := telemetry.New(ctx, c.tracing)
 	if err != nil {
 		fmt.Fprintln(stderr, "frontend:", err)
 		return 1
@@ -68,11 +57,40 @@ func run(args []string, env func(string) string, stderr io.Writer, ready chan<- 
 			log.Warn("frontend: tracing", "err", err)
 		}
 	}()
-	if err := serve(ctx, s, rcfg, env(pprofserver.Env), log, tp.TracerProvider(), ready); err != nil {
+	if err := serve(ctx, c.settings, c.runtime, env(pprofserver.Env), log, tp.TracerProvider(), ready); err != nil {
 		fmt.Fprintln(stderr, "frontend:", runtime.WithAuthAdvice(err))
 		return 1
 	}
 	return 0
+}
+
+// configuration is what the flags and the environment ask for.
+type configuration struct {
+	settings settings
+	runtime  runtime.Config
+	tracing  telemetry.Config
+}
+
+// configure reads the flags and the environment. done says the process
+// ends here with code: after --help or --version (0), or a bad setting
+// (2, printed).
+func configure(args []string, env func(string) string, stderr io.Writer) (c configuration, code int, done bool) {
+	fs := cli.NewFlagSet("frontend", stderr)
+	f := register(envflag.New(fs, env))
+	rf := runtimeflags.Register(fs, env)
+	if code, done := cli.Parse(fs, args, "usage: frontend [flags]\n", envHelp+runtimeflags.EnvHelp+obsflags.EnvHelp); done {
+		return c, code, true
+	}
+	var serr, rerr, terr error
+	c.settings, serr = f.settings(env)
+	c.runtime, rerr = rf.Config()
+	c.tracing, terr = obsflags.Tracing(env, "frontend")
+	if err := errors.Join(serr, rerr, terr); err != nil {
+		fmt.Fprintln(stderr, "frontend:", err)
+		return c, 2, true
+	}
+	c.runtime.SystemPort = runtime.SystemPortDisabled // the frontend serves /health and /metrics itself
+	return c, 0, false
 }
 
 // serve builds the process's owners and runs them until ctx ends: the

@@ -56,48 +56,11 @@ var envHelp = "\nEvery mocker flag can also be set as DYN_MOCKER_<FLAG> (e.g. DY
 // run returns the exit code: 0 after a clean shutdown, 1 when a worker
 // failed (the reason is printed), 2 for bad flags.
 func run(args []string, env func(string) string, stderr io.Writer) int {
-	fs := cli.NewFlagSet("mocker", stderr)
-	wf := workerflags.Register(fs, env)
-	mf := registerMocker(envflag.New(fs, env))
-	if code, done := cli.Parse(fs, args, "usage: mocker --model-path DIR|ORG/NAME [flags]\n", envHelp); done {
+	c, code, done := configure(args, env, stderr)
+	if done {
 		return code
 	}
-	wcfg, rcfg, werr := wf.Configs()
-	mcfg, mode, merr := mf.config()
-	vcfg, verr := mf.vllmConfig()
-	if err := errors.Join(werr, merr, verr); err != nil {
-		fmt.Fprintln(stderr, "mocker:", err)
-		return 2
-	}
-	if mode != "" {
-		wf.SetMode(&wcfg, mode)
-	}
-	mcfg.DisaggregationMode = wcfg.DisaggregationMode
-	if m := wcfg.DisaggregationMode; *mf.serveVLLM && (m == worker.ModePrefill || m == worker.ModeDecode) {
-		fmt.Fprintf(stderr, "mocker: --serve-vllm-api serves an aggregated engine (this one is %s)\n", m)
-		return 2
-	}
-	if mcfg.EmbeddingDim > 0 {
-		if m := wcfg.DisaggregationMode; m == worker.ModePrefill || m == worker.ModeDecode {
-			fmt.Fprintf(stderr, "mocker: --embedding-dim serves an embedding model, which is not disaggregated (this worker is %s)\n", wcfg.DisaggregationMode)
-			return 2
-		}
-		wcfg.ModelTypes = []string{"embedding"}
-	}
-	if _, listens := mf.bootstrapPort(0); listens && wcfg.DisaggregationMode != worker.ModePrefill {
-		fmt.Fprintf(stderr, "mocker: --bootstrap-ports needs --disaggregation-mode prefill (this worker is %s)\n", wcfg.DisaggregationMode)
-		return 2
-	}
-	hardExit, err := seconds(env("DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT"), 30*time.Second)
-	if err != nil {
-		fmt.Fprintln(stderr, "mocker: DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT:", err)
-		return 2
-	}
-	tcfg, err := obsflags.Tracing(env, "mocker")
-	if err != nil {
-		fmt.Fprintln(stderr, "mocker:", err)
-		return 2
-	}
+	wcfg, mcfg, mf := c.worker, c.mocker, c.flags
 	log := obsflags.Logger(stderr, env)
 	wcfg.Logger = log
 	mcfg.Logger = log
@@ -105,7 +68,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	tp, err := telemetry.New(ctx, tcfg)
+	tp, err := telemetry.New(ctx, c.tracing)
 	if err != nil {
 		fmt.Fprintln(stderr, "mocker:", err)
 		return 1
@@ -126,11 +89,11 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		return 2
 	}
 	owners := []rungroup.Owner{
-		forceExit(ctx, hardExit, stderr),
+		forceExit(ctx, c.hardExit, stderr),
 		func(ctx context.Context) error { return pprofserver.Run(ctx, env(pprofserver.Env), log) },
 	}
 	if *mf.serveVLLM {
-		srv, err := newVLLMServer(vcfg, mcfg, model, log)
+		srv, err := newVLLMServer(c.vllm, mcfg, model, log)
 		if err != nil {
 			fmt.Fprintln(stderr, "mocker:", err)
 			return 2
@@ -142,7 +105,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		return 0
 	}
 	for i := range *mf.numWorkers {
-		rc := rcfg
+		rc := c.runtime
 		if i > 0 {
 			rc.SystemPort = runtime.SystemPortDisabled // one status server per process
 		}
@@ -161,6 +124,67 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// configuration is what the flags and the environment ask for.
+type configuration struct {
+	worker   worker.Config
+	runtime  runtime.Config
+	mocker   mocker.Config
+	vllm     vllmapi.Config
+	flags    *mockerFlags
+	hardExit time.Duration // DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT
+	tracing  telemetry.Config
+}
+
+// configure reads the flags and the environment and checks that they
+// agree. done says the process ends here with code: after --help or
+// --version (0), or a bad setting (2, printed). What needs the model's
+// files is checked later, once they are read.
+func configure(args []string, env func(string) string, stderr io.Writer) (c configuration, code int, done bool) {
+	fs := cli.NewFlagSet("mocker", stderr)
+	wf := workerflags.Register(fs, env)
+	mf := registerMocker(envflag.New(fs, env))
+	if code, done := cli.Parse(fs, args, "usage: mocker --model-path DIR|ORG/NAME [flags]\n", envHelp); done {
+		return c, code, true
+	}
+	bad := func(format string, a ...any) (configuration, int, bool) {
+		fmt.Fprintf(stderr, "mocker: "+format+"\n", a...)
+		return c, 2, true
+	}
+	c.flags = mf
+	wcfg, rcfg, werr := wf.Configs()
+	mcfg, mode, merr := mf.config()
+	vcfg, verr := mf.vllmConfig()
+	if err := errors.Join(werr, merr, verr); err != nil {
+		return bad("%v", err)
+	}
+	if mode != "" {
+		wf.SetMode(&wcfg, mode)
+	}
+	mcfg.DisaggregationMode = wcfg.DisaggregationMode
+	if m := wcfg.DisaggregationMode; *mf.serveVLLM && (m == worker.ModePrefill || m == worker.ModeDecode) {
+		return bad("--serve-vllm-api serves an aggregated engine (this one is %s)", m)
+	}
+	if mcfg.EmbeddingDim > 0 {
+		if m := wcfg.DisaggregationMode; m == worker.ModePrefill || m == worker.ModeDecode {
+			return bad("--embedding-dim serves an embedding model, which is not disaggregated (this worker is %s)", m)
+		}
+		wcfg.ModelTypes = []string{"embedding"}
+	}
+	if _, listens := mf.bootstrapPort(0); listens && wcfg.DisaggregationMode != worker.ModePrefill {
+		return bad("--bootstrap-ports needs --disaggregation-mode prefill (this worker is %s)", wcfg.DisaggregationMode)
+	}
+	hardExit, err := seconds(env("DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT"), 30*time.Second)
+	if err != nil {
+		return bad("DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT: %v", err)
+	}
+	tcfg, err := obsflags.Tracing(env, "mocker")
+	if err != nil {
+		return bad("%v", err)
+	}
+	c.worker, c.runtime, c.mocker, c.vllm, c.hardExit, c.tracing = wcfg, rcfg, mcfg, vcfg, hardExit, tcfg
+	return c, 0, false
 }
 
 // forceExit is the owner that ends the process with code 70 when the

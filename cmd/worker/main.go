@@ -154,12 +154,55 @@ var envHelp = "\nEvery engine flag can also be set as DYN_WORKER_<FLAG> (e.g. DY
 // failed (an engine that does not answer, a model mismatch), 2 for bad
 // flags.
 func run(args []string, env func(string) string, stderr io.Writer) int {
+	c, code, done := configure(args, env, stderr)
+	if done {
+		return code
+	}
+	wcfg, bcfg, log := c.worker, c.bridge, c.log
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	tp, err := telemetry.New(ctx, c.tracing)
+	if err != nil {
+		fmt.Fprintln(stderr, "worker:", err)
+		return 1
+	}
+	defer func() {
+		if err := tp.Close(); err != nil {
+			log.Warn("worker: tracing", "err", err)
+		}
+	}()
+	wcfg.TracerProvider = tp.TracerProvider()
+	if err := runWorker(ctx, c.runtime, wcfg, bcfg, c.metrics, log); err != nil {
+		if errors.Is(err, bridge.ErrModelMismatch) {
+			err = fmt.Errorf("%w (--engine-model NAME: the name the engine serves it by; '*': accept any)", err)
+		}
+		fmt.Fprintln(stderr, "worker:", runtime.WithAuthAdvice(err))
+		return 1
+	}
+	return 0
+}
+
+// configuration is what the flags and the environment ask for.
+type configuration struct {
+	worker  worker.Config
+	runtime runtime.Config
+	bridge  bridge.Config
+	tracing telemetry.Config
+	log     *slog.Logger
+	metrics *prometheus.Registry // the KV event subscribers' metrics are on it
+}
+
+// configure reads the flags and the environment and checks that they
+// agree. done says the process ends here with code: after --help or
+// --version (0), or a bad setting (2, printed). Nothing is dialled: the
+// engine and the KV event publisher are reached by run.
+func configure(args []string, env func(string) string, stderr io.Writer) (c configuration, code int, done bool) {
 	fs := cli.NewFlagSet("worker", stderr)
 	wf := workerflags.Register(fs, env)
 	ef := registerEngine(envflag.New(fs, env))
 	pf := registerProcessing(envflag.New(fs, env))
 	if code, done := cli.Parse(fs, args, usage, envHelp); done {
-		return code
+		return c, code, true
 	}
 	proc, perr := pf.processing(*ef.engine)
 	wf.ModelPathOptional = nativeGGUF(*ef.engine, proc)
@@ -185,43 +228,23 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	wcfg.Processing, bcfg.EngineText = proc, proc.Postprocessing == modelcard.ProcessingEngine
 	if err := errors.Join(werr, berr, perr); err != nil {
 		fmt.Fprintln(stderr, "worker:", err)
-		return 2
+		return c, 2, true
 	}
 	log := obsflags.Logger(stderr, env)
 	reg := prometheus.NewRegistry()
 	kv, err := newKVEventSource(ef.kvEvents(), bcfg.KVBlockSize, reg, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "worker:", err)
-		return 2
+		return c, 2, true
 	}
 	tcfg, err := obsflags.Tracing(env, "worker")
 	if err != nil {
 		fmt.Fprintln(stderr, "worker:", err)
-		return 2
+		return c, 2, true
 	}
 	wcfg.Logger, bcfg.Logger, bcfg.KVEvents = log, log, kv
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	tp, err := telemetry.New(ctx, tcfg)
-	if err != nil {
-		fmt.Fprintln(stderr, "worker:", err)
-		return 1
-	}
-	defer func() {
-		if err := tp.Close(); err != nil {
-			log.Warn("worker: tracing", "err", err)
-		}
-	}()
-	wcfg.TracerProvider = tp.TracerProvider()
-	if err := runWorker(ctx, rcfg, wcfg, bcfg, reg, log); err != nil {
-		if errors.Is(err, bridge.ErrModelMismatch) {
-			err = fmt.Errorf("%w (--engine-model NAME: the name the engine serves it by; '*': accept any)", err)
-		}
-		fmt.Fprintln(stderr, "worker:", runtime.WithAuthAdvice(err))
-		return 1
-	}
-	return 0
+	c.worker, c.runtime, c.bridge, c.tracing, c.log, c.metrics = wcfg, rcfg, bcfg, tcfg, log, reg
+	return c, 0, false
 }
 
 // runWorker serves the bridge engine with its own runtime until ctx ends.

@@ -750,3 +750,53 @@ func TestCallerAnswersALoneFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A worker whose reader lags by more than a second (a process too busy to
+// schedule it) keeps its shared connection: the caller's control frames
+// wait for it instead of failing every stream on the connection.
+func TestSharedConnectionOutlastsALateReader(t *testing.T) {
+	s := newTestStreamServer(t, ServerConfig{})
+	f := dialFake(t, s)
+	c := startCall(t, s, nil)
+	f.open(c.p)
+	f.send(c.p.id, proOK)
+	for deadline := time.Now().Add(5 * time.Second); c.stream() == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the call did not get its stream within 5s")
+		}
+	}
+	// Small socket buffers on both ends, so that the caller's frames
+	// fill them soon.
+	_ = f.conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	s.mu.Lock()
+	for mc := range s.shared {
+		_ = mc.conn.(*net.TCPConn).SetWriteBuffer(4 << 10)
+	}
+	s.mu.Unlock()
+	const stops = 20000 // 760 kB of frames: far more than the buffers hold
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for range stops {
+			c.stream().Stop()
+		}
+	}()
+	// The fault: the worker reads nothing for longer than a second.
+	time.Sleep(1500 * time.Millisecond)
+	for n := 0; n < stops; {
+		id, m, ok := f.read(5 * time.Second)
+		switch {
+		case ok && id == 0:
+			continue // keep-going frames: the caller reads
+		case !ok || id != c.p.id || string(m.Header) != `"stop"`:
+			t.Fatalf("frame %d: stream %d %q (arrived %v), want stream %d's stop", n, id, m.Header, ok, c.p.id)
+		}
+		n++
+	}
+	<-sent
+	f.item(c.p.id, "1")
+	f.send(c.p.id, completeFinal)
+	if err := c.wait(t); err != nil || c.got() != "1" {
+		t.Fatalf("call = %v with items %q, want the item and a clean end", err, c.got())
+	}
+}

@@ -320,20 +320,35 @@ func (mc *muxConn) kill(id uint64) {
 	mc.queue(id, ctrlKill)
 }
 
-// send writes one header-only frame for stream id. Like the classic
-// control frames it gives up after a second: the worker reads its
-// connection at all times, so only a dead connection takes longer. A
-// failed write may have left part of a frame, so it closes the
-// connection (its reader then fails every stream on it).
+// send writes one header-only frame for stream id. A failed write may
+// have left part of a frame, so it closes the connection (its reader then
+// fails every stream on it, and the line says why): it gives up only
+// after sharedWriteTimeout.
 func (mc *muxConn) send(id uint64, header []byte) {
 	mc.write(codec.AppendStreamMessage(make([]byte, 0, codec.StreamIDSize+codec.PrefixSize+len(header)), id, codec.Message{Header: header}))
 }
 
+// sharedWriteTimeout bounds a write to a worker's shared connection: the
+// worker's own bound on a caller that answers nothing (six of its 5 s
+// connect timeouts). The worker reads its connection at all times, but a
+// process as busy as one holding 10,000 streams on two cores can leave
+// its reader unscheduled for more than a second, and a second was the
+// bound: the caller then closed a live connection and every stream on it
+// failed, the worker seeing "connection reset by peer"
+// (TestSharedConnectionOutlastsALateReader).
+const sharedWriteTimeout = 30 * time.Second
+
 func (mc *muxConn) write(buf []byte) {
 	mc.wmu.Lock()
 	defer mc.wmu.Unlock()
-	_ = mc.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_ = mc.conn.SetWriteDeadline(time.Now().Add(sharedWriteTimeout))
 	if _, err := mc.conn.Write(buf); err != nil {
+		mc.mu.Lock()
+		n := len(mc.streams)
+		mc.mu.Unlock()
+		if n > 0 && !errors.Is(err, net.ErrClosed) {
+			mc.s.log.Warn("runtime: shared response connection to a worker closed: a control frame could not be written", "err", err, "streams_failed", n)
+		}
 		mc.conn.Close()
 	}
 }

@@ -1,0 +1,18 @@
+package main
+
+import (
+	"io"
+	"testing"
+
+	"github.com/dynamo-go/dynamo/internal/testenv"
+)
+
+// TestDocumentedCommands parses every mocker command of README.md and
+// docs/ with the mocker's own flags and environment: a flag renamed or
+// a value no longer accepted fails here, not on a reader's machine.
+func TestDocumentedCommands(t *testing.T) {
+	testenv.CheckDocumentedCommands(t, "mocker", func(args []string, env func(string) string, stderr io.Writer) int {
+		_, code, _ := configure(args, env, stderr)
+		return code
+	})
+}
