@@ -71,9 +71,15 @@ func (f *flags) modelsConfig() (pipeline.Config, error) {
 	var errs []error
 	c := pipeline.Config{Namespace: *f.namespace, RouterMode: *f.routerMode, KVCacheBlockSize: *f.blockSize, MigrationMaxSeqLen: *f.migrationMaxSeq}
 	switch c.RouterMode {
-	case pipeline.RouterRoundRobin, pipeline.RouterRandom, pipeline.RouterKV:
+	case pipeline.RouterRoundRobin, pipeline.RouterRandom, pipeline.RouterLeastLoaded, pipeline.RouterKV:
 	default:
-		errs = append(errs, fmt.Errorf("--router-mode %q: want round-robin, random or kv", c.RouterMode))
+		errs = append(errs, fmt.Errorf("--router-mode %q: want round-robin, random, least-loaded or kv", c.RouterMode))
+	}
+	switch ttl := *f.sessionTTL; {
+	case !(ttl >= 0) || math.IsInf(ttl, 1):
+		errs = append(errs, fmt.Errorf("--router-session-affinity-ttl %v: want a number of seconds (0: off)", ttl))
+	default:
+		c.SessionAffinityTTL = time.Duration(ttl * float64(time.Second))
 	}
 	if c.KVCacheBlockSize < 0 {
 		errs = append(errs, fmt.Errorf("--kv-cache-block-size %d: must not be negative", c.KVCacheBlockSize))

@@ -32,6 +32,7 @@ type flags struct {
 	tenantMax                                     *int
 	tenantHeader                                  *string
 	queueTimeout, queueThreshold                  *float64
+	sessionTTL                                    *float64
 	queuePolicy                                   *string
 	accessLog                                     *bool
 	conversationCacheMiB                          *int
@@ -49,7 +50,8 @@ func register(s *envflag.Set) *flags {
 		tlsKey:  s.String("tls-key-path", "", "TLS private key (PEM)", "DYN_TLS_KEY_PATH"),
 
 		namespace:       s.String("namespace", "", "serve only the models of this namespace; empty serves all", "DYN_NAMESPACE"),
-		routerMode:      s.String("router-mode", pipeline.RouterRoundRobin, "how to pick a worker: round-robin, random, or kv (by cached prefix and load)", "DYN_ROUTER_MODE"),
+		routerMode:      s.String("router-mode", pipeline.RouterRoundRobin, "how to pick a worker: round-robin, random, least-loaded (fewest requests in flight), or kv (by cached prefix and load)", "DYN_ROUTER_MODE"),
+		sessionTTL:      s.Float64("router-session-affinity-ttl", 0, "keep a session (X-Dynamo-Session-ID, nvext.session_control, a Responses or Messages conversation) on the worker that served its latest turn for this many seconds after it; 0 is off", "DYN_ROUTER_SESSION_AFFINITY_TTL"),
 		blockSize:       s.Int("kv-cache-block-size", 0, "KV cache block size in tokens; 0 takes the model card's", "DYN_KV_CACHE_BLOCK_SIZE"),
 		migrationLimit:  s.Int("migration-limit", 0, "times a broken stream may move to another worker; overrides the model cards' limit when given", "DYN_MIGRATION_LIMIT"),
 		migrationMaxSeq: s.Int("migration-max-seq-len", 0, "longest sequence (prompt + generated) a migration may re-issue; 0 is no bound", "DYN_MIGRATION_MAX_SEQ_LEN"),

@@ -108,7 +108,7 @@ func TestBadValuesExit2WithAClearMessage(t *testing.T) {
 	}{
 		{[]string{"--http-port", "x"}, nil, "invalid value"},
 		{[]string{"--http-port", "70000"}, nil, "out of range"},
-		{[]string{"--router-mode", "bogus"}, nil, "round-robin, random or kv"},
+		{[]string{"--router-mode", "bogus"}, nil, "round-robin, random, least-loaded or kv"},
 		{[]string{"--router-temperature", "-1"}, nil, "must not be negative"},
 		{nil, map[string]string{"DYN_KV_EVENTS": "maybe"}, "DYN_KV_EVENTS"},
 		{[]string{"--tls-cert-path", "/nonexistent.pem"}, nil, "must be given together"},

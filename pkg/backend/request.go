@@ -2,6 +2,7 @@ package backend
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
@@ -149,6 +150,21 @@ type Routing struct {
 	// queue by this many seconds (nvext.agent_hints.latency_sensitivity).
 	// The frontend's alone: not part of the wire format.
 	PriorityJump *float64 `json:"-"`
+	// Session is the conversation the request belongs to, which the
+	// frontend keeps on one worker (pkg/router/affinity). The frontend's
+	// alone: not part of the wire format.
+	Session *Session `json:"-"`
+}
+
+// Session is a request's session: X-Dynamo-Session-ID,
+// nvext.session_control, or a conversation the frontend recognises.
+type Session struct {
+	ID string
+	// TTL is how long the binding lasts after this turn; 0: the
+	// router's --router-session-affinity-ttl.
+	TTL time.Duration
+	// Close ends the binding once this turn is served.
+	Close bool
 }
 
 // MaxTokens returns StopConditions.MaxTokens, or def when absent.

@@ -153,6 +153,9 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 	if err == nil {
 		req, err = decode(body)
 	}
+	if err == nil {
+		err = withSessionHeader(r, req)
+	}
 	if err != nil {
 		lr.refuse(UnknownModel, false, s.refuse(w, r, id, UnknownModel, endpoint, false, err))
 		return

@@ -188,6 +188,9 @@ func (c *CommonExt) validate(maxTokens *int64, limitName string) error {
 	if p := c.RepetitionPenalty; p != nil && !(*p > 0 && *p <= 2) {
 		return invalidParam("repetition_penalty", "repetition_penalty must be greater than 0 and at most 2, got %v", *p)
 	}
+	if _, err := c.NvExt.Session(); err != nil {
+		return err
+	}
 	if c.MinTokens != nil && maxTokens != nil && int64(*c.MinTokens) > *maxTokens {
 		return invalidParam("min_tokens", "min_tokens must not exceed %s, got min_tokens=%d and %s=%d",
 			limitName, *c.MinTokens, limitName, *maxTokens)

@@ -3,14 +3,17 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/kvblock"
 	"github.com/dynamo-go/dynamo/pkg/migration"
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
 	"github.com/dynamo-go/dynamo/pkg/prefill"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor"
 	"github.com/dynamo-go/dynamo/pkg/router"
+	"github.com/dynamo-go/dynamo/pkg/router/affinity"
 	"github.com/dynamo-go/dynamo/pkg/router/kv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
@@ -20,7 +23,7 @@ import (
 // tokenize endpoint) and wires the model's chain, each stage wrapping the
 // next:
 //
-//	[admission] -> migration -> prefill stage -> [KV router] -> push router -> the workers of ep
+//	[admission] -> migration -> prefill stage -> [session affinity] -> [KV router] -> push router -> the workers of ep
 //
 // (the prefill stage passes requests on until the model's prefill
 // workers are attached: Registry.attachPrefill)
@@ -57,7 +60,11 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 	// Admission first: the routers it gates are handed it.
 	adm := r.admission(card, m)
 	m.admit = adm
-	push := router.New(m.workers, spread(r.policy(), adm), r.log, r.tp)
+	policy := r.policy()
+	push := router.New(m.workers, spread(policy, adm), r.log, r.tp)
+	if ll, ok := policy.(*router.LeastLoaded); ok {
+		ll.Watch(push)
+	}
 	if adm != nil {
 		push.OnLoadChange(adm.Kick)
 	}
@@ -75,6 +82,15 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 		if m.load, err = kv.NewLoadMonitor(kv.BusyThresholds{}); err != nil {
 			return nil, err
 		}
+	}
+	if ttl := r.cfg.SessionAffinityTTL; ttl > 0 {
+		m.sessions = affinity.NewTable(affinity.Config{TTL: ttl, Bus: r.rt, Subject: kvblock.ComponentSubject(ep.Namespace, ep.Component, sessionTopic),
+			Metrics: r.affMet, Model: card.DisplayName, Logger: r.log, Clock: r.clock})
+		var gate affinity.Gate
+		if adm != nil {
+			gate = adm.Unsaturated
+		}
+		next = affinity.NewStage(next, m.sessions, push, gate)
 	}
 	bs := int(card.KVCacheBlockSize)
 	if bs <= 0 {
@@ -98,11 +114,18 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 // policy returns the push router's policy for the configured mode (KV
 // routing chooses its worker before the push router does).
 func (r *Registry) policy() router.Policy {
-	if r.cfg.RouterMode == RouterRandom {
+	switch r.cfg.RouterMode {
+	case RouterRandom:
 		return router.Random{}
+	case RouterLeastLoaded:
+		return &router.LeastLoaded{}
 	}
 	return &router.RoundRobin{}
 }
+
+// sessionTopic is the topic, under the model's component, on which its
+// frontends share session bindings.
+const sessionTopic = "session_affinity"
 
 // newKVWith builds KV routing with cfg over the workers of ep in front of
 // push, recording on met (nil: nothing; the prefill pools' routers do not
@@ -125,30 +148,36 @@ func (r *Registry) newKVWith(cfg kv.Config, card *modelcard.Card, ep runtime.End
 	})
 }
 
-// start runs the model's goroutines until Model.close. A KV router whose
+// start runs the model's goroutines until Model.close: the KV router's
+// Run (or, in other modes with an event plane, the following of the
+// workers' published load) and the session table's. A KV router whose
 // Run fails (its subscriptions could not be opened) keeps routing on what
 // it knows; the failure is logged.
 func (r *Registry) start(ctx context.Context, m *Model) {
 	mctx, stop := context.WithCancel(ctx)
 	m.stop, m.done = stop, make(chan struct{})
+	var wg sync.WaitGroup
 	switch {
 	case m.kv != nil:
-		go func() {
-			defer close(m.done)
+		wg.Go(func() {
 			if err := m.kv.Run(mctx); err != nil {
 				r.log.Error("pipeline: KV routing stopped; requests are routed without fresh KV events or load", "model", m.name, "err", err)
 			}
-		}()
+		})
 	case m.load != nil:
-		go func() {
-			defer close(m.done)
+		wg.Go(func() {
 			if err := r.followLoad(mctx, m); err != nil {
 				r.log.Error("pipeline: the workers' published load is not followed; admission counts this frontend's requests only", "model", m.name, "err", err)
 				return
 			}
 			<-mctx.Done()
-		}()
-	default:
-		close(m.done)
+		})
 	}
+	if m.sessions != nil {
+		wg.Go(func() { _ = m.sessions.Run(mctx) })
+	}
+	go func() {
+		wg.Wait()
+		close(m.done)
+	}()
 }

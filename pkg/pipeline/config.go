@@ -18,6 +18,9 @@ const (
 	RouterRoundRobin = "round-robin" // each worker in turn
 	RouterRandom     = "random"      // a worker at random
 	RouterKV         = "kv"          // by cached prefix and load (package router/kv)
+	// RouterLeastLoaded: the worker with the fewest requests in flight,
+	// then the fewest prompt tokens in prefill.
+	RouterLeastLoaded = "least-loaded"
 )
 
 // Config configures the registry: how it builds every model's chain. The
@@ -26,9 +29,14 @@ const (
 type Config struct {
 	// Namespace restricts discovery to one namespace; "" watches all.
 	Namespace string
-	// RouterMode picks workers: RouterRoundRobin (default), RouterRandom or
-	// RouterKV.
+	// RouterMode picks workers: RouterRoundRobin (default), RouterRandom,
+	// RouterLeastLoaded or RouterKV.
 	RouterMode string
+	// SessionAffinityTTL, when positive, keeps each session (a request's
+	// X-Dynamo-Session-ID, nvext.session_control, or a conversation the
+	// frontend recognises) on the worker that served its latest turn for
+	// this long after it (package router/affinity); 0 is off.
+	SessionAffinityTTL time.Duration
 	// KV configures RouterKV.
 	KV kv.Config
 	// MigrationLimit overrides the model cards' migration_limit when set.

@@ -10,6 +10,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/prefill"
 	"github.com/dynamo-go/dynamo/pkg/preprocessor"
 	"github.com/dynamo-go/dynamo/pkg/router"
+	"github.com/dynamo-go/dynamo/pkg/router/affinity"
 	"github.com/dynamo-go/dynamo/pkg/router/kv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
@@ -25,7 +26,7 @@ type BusyThresholds = kv.BusyThresholds
 // Model is one served model: its card, its preprocessor, and the chain of
 // stages that serves its requests,
 //
-//	[admission] -> migration -> prefill stage -> [KV router] -> push router -> the card's endpoint
+//	[admission] -> migration -> prefill stage -> [session affinity] -> [KV router] -> push router -> the card's endpoint
 //
 // built when the model's first worker appears (the prefill stage prefills
 // on the model's prefill workers, while it has some). A Model is a
@@ -41,7 +42,10 @@ type Model struct {
 	prefill *prefill.Stage   // active while the model has prefill workers
 	admit   *admission.Stage // nil without Config.Queue
 	push    *router.PushRouter
-	ep      runtime.EndpointID
+	// sessions are the model's session bindings; nil unless
+	// Config.SessionAffinityTTL.
+	sessions *affinity.Table
+	ep       runtime.EndpointID
 	// load keeps the workers' published load in router modes other than
 	// kv (whose router keeps it), when there is an event plane; nil
 	// otherwise.

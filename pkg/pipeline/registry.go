@@ -17,6 +17,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/admission"
 	"github.com/dynamo-go/dynamo/pkg/migration"
 	"github.com/dynamo-go/dynamo/pkg/prefill"
+	"github.com/dynamo-go/dynamo/pkg/router/affinity"
 	"github.com/dynamo-go/dynamo/pkg/router/kv"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
@@ -38,7 +39,8 @@ type Registry struct {
 	clock   func() time.Time
 	metrics ModelMetrics
 	migMet  *migration.Metrics
-	kvMet   *kv.Metrics // nil unless RouterKV
+	kvMet   *kv.Metrics       // nil unless RouterKV
+	affMet  *affinity.Metrics // nil unless SessionAffinityTTL
 	preMet  *prefill.Metrics
 	admMet  *admission.Metrics
 
@@ -116,6 +118,11 @@ func New(cfg Config, deps Deps) (*Registry, error) {
 	}
 	if cfg.RouterMode == RouterKV {
 		if r.kvMet, err = kv.NewMetrics(reg); err != nil {
+			return nil, fmt.Errorf("pipeline: metrics: %w", err)
+		}
+	}
+	if cfg.SessionAffinityTTL > 0 {
+		if r.affMet, err = affinity.NewMetrics(reg, cfg.MetricsPrefix); err != nil {
 			return nil, fmt.Errorf("pipeline: metrics: %w", err)
 		}
 	}

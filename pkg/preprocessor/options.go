@@ -2,6 +2,7 @@ package preprocessor
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/openai"
@@ -76,6 +77,12 @@ func (m *Model) buildRequest(ids []uint32, o options, ext *openai.CommonExt) *ba
 			DPRank:            nv.DPRank,
 			PrefillDPRank:     nv.PrefillDPRank,
 			CacheSalt:         nv.CacheSalt,
+		}
+		if sc, _ := nv.Session(); sc != nil { // checked when the request was decoded
+			rt.Session = &backend.Session{ID: sc.SessionID, Close: sc.Action == openai.SessionClose}
+			if sc.Timeout != nil {
+				rt.Session.TTL = time.Duration(*sc.Timeout * float64(time.Second))
+			}
 		}
 		if rt != (backend.Routing{}) {
 			r.Routing = &rt

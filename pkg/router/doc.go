@@ -13,8 +13,9 @@
 // mode: the admission stage weighs saturation by it (Loads, and
 // OnLoadChange when capacity frees).
 //
-// Policies, one file each: Random, RoundRobin, and Direct (the request
-// names its instance). A request pinned to an instance
+// Policies, one file each: Random, RoundRobin, LeastLoaded (fewest
+// requests in flight, then fewest prompt tokens in prefill), and Direct
+// (the request names its instance). A request pinned to an instance
 // (Routing.BackendInstanceID) goes there whatever the policy. KV-aware
 // routing lives in the subpackage kv: it chooses an instance itself and
 // sends the request with PushRouter.GenerateOn.

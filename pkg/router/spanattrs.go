@@ -31,6 +31,8 @@ func policyName(p Policy) string {
 		return "random"
 	case Direct, *Direct:
 		return policyDirect
+	case *LeastLoaded:
+		return "least_loaded"
 	}
 	return fmt.Sprintf("%T", p)
 }

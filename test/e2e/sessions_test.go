@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/dynamo-go/dynamo/pkg/openai"
+)
+
+// TestSessionAffinity runs two frontends (round-robin, session affinity
+// on, bindings shared over one NATS) in front of two mocker processes: a
+// session's 20 turns, sent through both frontends, all land on one
+// worker while requests without a session alternate; the worker is
+// SIGKILLed, the next turn is served by the other one, and the session
+// stays there through either frontend.
+func TestSessionAffinity(t *testing.T) {
+	c := newCluster(t, "etcd", "nats")
+	args := []string{"--router-session-affinity-ttl", "60", "--migration-limit", "3"}
+	fronts := []*frontend{c.startFrontendArgs(args), c.startFrontendArgs(args)}
+	procs := map[uint64]*process{}
+	for _, name := range []string{"mocker-a", "mocker-b"} {
+		p := c.startMocker(name, deterministic)
+		waitFor(t, 30*time.Second, name+" in both frontends' /health", func() bool {
+			return len(fronts[0].instanceIDs(t)) == len(procs)+1 && len(fronts[1].instanceIDs(t)) == len(procs)+1
+		}, p)
+		for _, id := range fronts[0].instanceIDs(t) {
+			if procs[id] == nil {
+				procs[id] = p
+			}
+		}
+	}
+	for _, f := range fronts {
+		f.waitModels(t, "demo")
+	}
+
+	t.Run("without a session, requests alternate", func(t *testing.T) {
+		var got []uint64
+		for range 4 {
+			got = append(got, servedBy(t, fronts[0], ""))
+		}
+		if got[0] == got[1] || got[1] == got[2] {
+			t.Fatalf("workers %v in round-robin mode, want them to alternate", got)
+		}
+	})
+
+	const session = "conversation-1"
+	first := servedBy(t, fronts[0], session)
+	// The second frontend learns the binding over NATS.
+	waitFor(t, 10*time.Second, "the binding shared with the second frontend", func() bool {
+		v, _ := fronts[1].scrape(t).value("dynamo_frontend_session_affinity_sessions", `model="demo"`)
+		return v == 1
+	}, fronts[1].process)
+	for i := range 19 {
+		f := fronts[i%2]
+		if got := servedBy(t, f, session); got != first {
+			t.Fatalf("turn %d (frontend %d) served by %x, want the session's worker %x", i+2, i%2, got, first)
+		}
+	}
+
+	procs[first].kill()
+	var other uint64
+	for id := range procs {
+		if id != first {
+			other = id
+		}
+	}
+	if got := servedBy(t, fronts[0], session); got != other {
+		t.Fatalf("the turn after the kill was served by %x, want the other worker %x", got, other)
+	}
+	for i := range 4 {
+		if got := servedBy(t, fronts[(i+1)%2], session); got != other {
+			t.Fatalf("turn %d after the kill (frontend %d) served by %x, want the new binding %x", i+2, (i+1)%2, got, other)
+		}
+	}
+	m := fronts[0].scrape(t)
+	if v, _ := m.value("dynamo_frontend_session_affinity_requests_total", `model="demo"`, `result="rebound"`); v < 1 {
+		t.Errorf("session_affinity_requests_total{result=rebound} = %v on the frontend that saw the kill, want at least 1", v)
+	}
+}
+
+// TestSessionControlRefusesBadInput answers a malformed
+// nvext.session_control with a 400 that names the field.
+func TestSessionControlRefusesBadInput(t *testing.T) {
+	c := newCluster(t, "file", "tcp")
+	c.startMocker("mocker", deterministic)
+	f := c.startFrontendArgs([]string{"--router-session-affinity-ttl", "60"})
+	f.waitModels(t, "demo")
+	for _, sc := range []string{`{"action":"open"}`, `{"session_id":"a","action":"pin"}`, `{"session_id":"a","timeout":0}`, `"a"`} {
+		resp, body := f.post(t, chatPath, []byte(`{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"nvext":{"session_control":`+sc+`}}`))
+		var e openai.ErrorBody
+		if resp.StatusCode != http.StatusBadRequest || json.Unmarshal(body, &e) != nil || !bytes.Contains(body, []byte("session_control")) {
+			t.Errorf("session_control %s: status %d, body %s; want a 400 naming session_control", sc, resp.StatusCode, body)
+		}
+	}
+}
+
+// servedBy sends one chat turn (with session as X-Dynamo-Session-ID when
+// set) and returns the worker that served it.
+func servedBy(t testing.TB, f *frontend, session string) uint64 {
+	t.Helper()
+	body, _ := json.Marshal(object{"model": "demo", "messages": []object{{"role": "user", "content": "hello"}}, "max_tokens": 2,
+		"nvext": object{"extra_fields": []string{"worker_id"}}})
+	req, err := http.NewRequest(http.MethodPost, f.url+chatPath, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if session != "" {
+		req.Header.Set(openai.SessionHeader, session)
+	}
+	resp, err := f.http.Do(req)
+	if err != nil {
+		f.fatalf(t, "POST %s: %v", chatPath, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var r struct {
+		NvExt struct {
+			WorkerID *struct {
+				Decode uint64 `json:"decode_worker_id"`
+			} `json:"worker_id"`
+		} `json:"nvext"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &r) != nil || r.NvExt.WorkerID == nil {
+		f.fatalf(t, "session %q: status %d, body %s; want an answer with nvext.worker_id", session, resp.StatusCode, b)
+	}
+	return r.NvExt.WorkerID.Decode
+}
