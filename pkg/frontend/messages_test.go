@@ -15,7 +15,7 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
 )
 
-// messageEvents parses a Messages event stream into its events' data. It
+// messageEventsOf parses a Messages event stream into its events' data. It
 // fails the test when an event's name differs from its data's type or a
 // [DONE] line appears.
 func messageEventsOf(t *testing.T, body []byte) []map[string]json.RawMessage {
@@ -124,10 +124,14 @@ func dedup(s []string) []string {
 }
 
 func TestMessagesErrorsInAnthropicShape(t *testing.T) {
-	s := newStack(t, Config{APIKeys: []string{"sk-ant"}}, pipeline.Config{})
+	s := newStack(t, Config{APIKeys: []string{"sk-ant"}, BodyLimit: 4096}, pipeline.Config{})
 	s.addWorker(t, "demo", helloEngine(t, 0))
 	send := func(path, body string, header http.Header) response {
-		req, err := http.NewRequest(http.MethodPost, s.url+path, strings.NewReader(body))
+		method := http.MethodPost
+		if body == "" {
+			method = http.MethodGet
+		}
+		req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,6 +162,8 @@ func TestMessagesErrorsInAnthropicShape(t *testing.T) {
 		{"unknown model, streamed", "/v1/messages", `{"model":"nope","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"stream":true}`, key, 404, "not_found_error", "Model not found"},
 		{"unknown model, count_tokens", "/v1/messages/count_tokens", `{"model":"nope","messages":[{"role":"user","content":"hi"}]}`, key, 404, "not_found_error", "Model not found"},
 		{"unknown route under /v1/messages", "/v1/messages/batches", ok, key, 404, "not_found_error", "Route not found"},
+		{"body too large", "/v1/messages", `{"model":"demo","max_tokens":2,"messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`, key, 413, "request_too_large", "too large"},
+		{"method not allowed", "/v1/messages/count_tokens", "", key, 405, "invalid_request_error", "Method not allowed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := send(c.path, c.body, c.header)
