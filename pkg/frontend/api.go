@@ -25,8 +25,9 @@ import (
 
 // apiRequest is one decoded /v1 request of an endpoint: chatRequest
 // (chat.go), completionRequest (completions.go), embeddingRequest
-// (embeddings.go), responsesRequest (responses.go). serve resolves its
-// model and runs it: stream, unary or query.
+// (embeddings.go), responsesRequest (responses.go), messagesRequest
+// (messages.go). serve resolves its model and runs it: stream, unary or
+// query.
 type apiRequest interface {
 	// target is the model the client asked for and how to answer.
 	target() requestTarget
@@ -36,8 +37,8 @@ type apiRequest interface {
 	// and the function that returns that answer.
 	fold() (emit func(preprocessor.Event) error, result func() any)
 	// streamFormat writes the stream of an endpoint whose events are not
-	// chat's and completions' chunks (the Responses API); nil: the chunks
-	// as they are, then data: [DONE].
+	// chat's and completions' chunks (the Responses and Messages APIs);
+	// nil: the chunks as they are, then data: [DONE].
 	streamFormat() streamFormat
 }
 
