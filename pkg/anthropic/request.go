@@ -39,8 +39,11 @@ type Request struct {
 	// Metadata is {"user_id": ...}; user_id becomes the chat request's
 	// user.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
-	// Accepted and ignored: there is one service tier.
-	ServiceTier json.RawMessage `json:"service_tier,omitempty"`
+	// Accepted and ignored: there is one service tier, one place of
+	// inference, and the engine's prefix cache needs no breakpoints.
+	ServiceTier  json.RawMessage `json:"service_tier,omitempty"`
+	InferenceGeo json.RawMessage `json:"inference_geo,omitempty"`
+	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
 // MessageParam is one turn of a request's conversation.
@@ -51,7 +54,7 @@ type MessageParam struct {
 
 // knownFields are the top-level fields a request may have.
 var knownFields = []string{"model", "max_tokens", "messages", "system", "stop_sequences", "stream",
-	"temperature", "top_p", "top_k", "tools", "tool_choice", "thinking", "metadata", "service_tier"}
+	"temperature", "top_p", "top_k", "tools", "tool_choice", "thinking", "metadata", "service_tier", "inference_geo", "cache_control"}
 
 // DecodeOptions control decoding.
 type DecodeOptions struct {

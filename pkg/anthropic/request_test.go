@@ -216,6 +216,9 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestDecodeOptionsAndCountTokens(t *testing.T) {
+	if _, _, err := Decode([]byte(body(`"service_tier":"auto","inference_geo":"us","cache_control":{"type":"ephemeral"}`)), DecodeOptions{}); err != nil {
+		t.Errorf("fields accepted and ignored: %v", err)
+	}
 	if _, _, err := Decode([]byte(body(`"frobnicate":1`)), DecodeOptions{AllowUnknownFields: true}); err != nil {
 		t.Errorf("unknown field with AllowUnknownFields: %v", err)
 	}
