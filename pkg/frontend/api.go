@@ -25,8 +25,9 @@ import (
 
 // apiRequest is one decoded /v1 request of an endpoint: chatRequest
 // (chat.go), completionRequest (completions.go), embeddingRequest
-// (embeddings.go), responsesRequest (responses.go). serve resolves its
-// model and runs it: stream, unary or query.
+// (embeddings.go), responsesRequest (responses.go), messagesRequest
+// (messages.go). serve resolves its model and runs it: stream, unary or
+// query.
 type apiRequest interface {
 	// target is the model the client asked for and how to answer.
 	target() requestTarget
@@ -36,8 +37,8 @@ type apiRequest interface {
 	// and the function that returns that answer.
 	fold() (emit func(preprocessor.Event) error, result func() any)
 	// streamFormat writes the stream of an endpoint whose events are not
-	// chat's and completions' chunks (the Responses API); nil: the chunks
-	// as they are, then data: [DONE].
+	// chat's and completions' chunks (the Responses and Messages APIs);
+	// nil: the chunks as they are, then data: [DONE].
 	streamFormat() streamFormat
 }
 
@@ -69,8 +70,8 @@ type streamFormat interface {
 	// finish returns the events that end a stream that succeeded.
 	finish() []sseEvent
 	// fail returns the events that end a stream that failed after it
-	// started, with the error's message.
-	fail(msg string) []sseEvent
+	// started with e.
+	fail(e apiError) []sseEvent
 }
 
 // sseEvent is one server-sent event: "event: name" (when set) and the
@@ -176,7 +177,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 	g := s.metrics.Start(m.Name(), endpoint, c.stream)
 	cleanup.push(g.Finish)
 
-	x := &exchange{s: s, w: w, r: r, g: g, id: id, model: m.Name(), endpoint: endpoint, format: req.streamFormat(), lr: lr, cachedTokens: -1}
+	x := &exchange{s: s, w: w, r: r, g: g, id: id, model: m.Name(), endpoint: endpoint, format: req.streamFormat(), shape: shapeOf(r), lr: lr, cachedTokens: -1}
 	detach := false
 	if c.stream {
 		n := s.streams.Add(1)
@@ -221,7 +222,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 func (s *Service) refuse(w http.ResponseWriter, r *http.Request, id, model, endpoint string, stream bool, err error) apiError {
 	g := s.metrics.Start(model, endpoint, stream)
 	defer g.Finish()
-	e := s.classify(err)
+	e := shapeOf(r).adapt(s.classify(err))
 	g.Fail(e.kind)
 	if e.kind == ErrOverload {
 		s.metrics.Rejected(model, endpoint)
@@ -252,7 +253,7 @@ func (s *Service) reject(w http.ResponseWriter, r *http.Request, id string, e ap
 	} else {
 		s.log.InfoContext(r.Context(), "frontend: request refused", args...)
 	}
-	writeError(w, e)
+	writeError(w, shapeOf(r), e)
 }
 
 // readBody reads the request body within the size limit and the body
@@ -293,6 +294,7 @@ type exchange struct {
 	detached   *detachedStream
 	wantWorker bool
 	format     streamFormat // the call's; nil for chunks and [DONE]
+	shape      errorShape   // the route's error body
 	// placement is where the latest output came from (nvext worker_id).
 	placement *backend.Placement
 
@@ -377,7 +379,7 @@ func (x *exchange) failure(err error) apiError {
 	case x.clientGone.Load() || x.r != nil && x.r.Context().Err() != nil:
 		err = errClientGone
 	}
-	return x.s.classify(err)
+	return x.shape.adapt(x.s.classify(err))
 }
 
 // unary runs the request and answers with one JSON body.
@@ -421,7 +423,7 @@ func (x *exchange) fail(e apiError, committed bool) {
 	}
 	if committed {
 		if x.format != nil {
-			for _, ev := range x.format.fail(e.message) {
+			for _, ev := range x.format.fail(e) {
 				_ = openai.WriteSSE(x.w, ev.name, ev.data)
 			}
 		} else {
@@ -430,5 +432,5 @@ func (x *exchange) fail(e apiError, committed bool) {
 		_ = http.NewResponseController(x.w).Flush()
 		return
 	}
-	writeError(x.w, e)
+	writeError(x.w, x.shape, e)
 }

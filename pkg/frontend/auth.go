@@ -14,14 +14,18 @@ import (
 	"github.com/dynamo-go/dynamo/pkg/openai"
 )
 
-// The messages of a 401, worded like OpenAI's. Neither echoes the key.
+// The messages of a 401, worded like OpenAI's and, on the Messages API,
+// like Anthropic's. None echoes the key.
 const (
-	msgMissingKey = "You didn't provide an API key. Provide it in an Authorization header using Bearer auth (Authorization: Bearer YOUR_KEY)."
-	msgWrongKey   = "Incorrect API key provided."
+	msgMissingKey          = "You didn't provide an API key. Provide it in an Authorization header using Bearer auth (Authorization: Bearer YOUR_KEY)."
+	msgWrongKey            = "Incorrect API key provided."
+	msgMissingKeyAnthropic = "x-api-key header is required (or an Authorization: Bearer header)"
+	msgWrongKeyAnthropic   = "invalid x-api-key"
 )
 
 // auth admits a request that carries one of the API keys
-// (Config.APIKeys) as a bearer token, or asks for an exempt path, and
+// (Config.APIKeys), as a bearer token or in an x-api-key header (as
+// Anthropic's clients send it), or asks for an exempt path, and
 // answers every other request 401. It keeps only the keys' SHA-256
 // digests: a presented key's digest is compared with every one of them in
 // constant time, so neither the time taken nor which comparison matched
@@ -52,12 +56,12 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.next.ServeHTTP(w, r)
 		return
 	}
-	key, ok := bearer(r.Header.Get("Authorization"))
+	key, ok := presentedKey(r)
 	switch {
 	case !ok:
-		a.refuse(w, r, "no API key", msgMissingKey, "Bearer")
+		a.refuse(w, r, "no API key", false, "Bearer")
 	case !a.valid(key):
-		a.refuse(w, r, "wrong API key", msgWrongKey, `Bearer error="invalid_token"`)
+		a.refuse(w, r, "wrong API key", true, `Bearer error="invalid_token"`)
 	default:
 		a.next.ServeHTTP(w, r)
 	}
@@ -85,14 +89,27 @@ func (a *auth) isExempt(path string) bool {
 }
 
 // refuse logs the refusal once, at debug level (scanners are frequent),
-// and answers 401 with OpenAI's error type and code for a bad key
-// (invalid_request_error, invalid_api_key) and a Bearer challenge (RFC 6750
-// §3: a wrong key is an invalid_token, a missing one gets no error code).
+// and answers 401 with a Bearer challenge (RFC 6750 §3: a wrong key is an
+// invalid_token, a missing one gets no error code) and, on the Messages
+// API, Anthropic's authentication_error; elsewhere OpenAI's error type
+// and code for a bad key (invalid_request_error, invalid_api_key).
 // Requests refused here never reach a handler, so the request metrics,
 // which count per model, do not count them.
-func (a *auth) refuse(w http.ResponseWriter, r *http.Request, why, msg, challenge string) {
+func (a *auth) refuse(w http.ResponseWriter, r *http.Request, why string, wrong bool, challenge string) {
 	a.log.Debug("frontend: request refused: "+why, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "status", http.StatusUnauthorized)
 	w.Header().Set("WWW-Authenticate", challenge)
+	if shapeOf(r) == anthropicErrors {
+		msg := msgMissingKeyAnthropic
+		if wrong {
+			msg = msgWrongKeyAnthropic
+		}
+		writeError(w, anthropicErrors, apiError{status: http.StatusUnauthorized, kind: ErrValidation, message: msg})
+		return
+	}
+	msg := msgMissingKey
+	if wrong {
+		msg = msgWrongKey
+	}
 	body := openai.NewErrorBody(http.StatusUnauthorized, msg, "")
 	body.Error.Type, body.Error.Code = "invalid_request_error", codeInvalidAPIKey
 	writeJSON(w, http.StatusUnauthorized, body)
@@ -101,6 +118,16 @@ func (a *auth) refuse(w http.ResponseWriter, r *http.Request, why, msg, challeng
 // codeInvalidAPIKey is the error code OpenAI gives a 401 of a bad key; the
 // SDKs read it, so it replaces the status as the code.
 var codeInvalidAPIKey = json.RawMessage(`"invalid_api_key"`)
+
+// presentedKey returns the API key r carries: its bearer token, else its
+// x-api-key header.
+func presentedKey(r *http.Request) (string, bool) {
+	if key, ok := bearer(r.Header.Get("Authorization")); ok {
+		return key, true
+	}
+	key := strings.TrimSpace(r.Header.Get("X-Api-Key"))
+	return key, key != ""
+}
 
 // bearer returns the token of an "Authorization: Bearer <token>" header.
 func bearer(h string) (string, bool) {

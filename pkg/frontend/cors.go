@@ -12,10 +12,11 @@ import (
 const corsMaxAge = "600"
 
 // corsAllowHeaders are the request headers a page may always send: the
-// key, the JSON body's type, and the ids and trace context the frontend
+// key (Authorization, or Anthropic's x-api-key with its anthropic-version),
+// the JSON body's type, and the ids and trace context the frontend
 // reads. A preflight that asks for more (the OpenAI JS SDK sends its
 // x-stainless-* headers) gets those too: the origin is trusted already.
-var corsAllowHeaders = []string{"Authorization", "Content-Type", "X-Request-Id", "X-Dynamo-Request-Id", "X-Dynamo-Session-Id", "Traceparent", "Tracestate"}
+var corsAllowHeaders = []string{"Authorization", "X-Api-Key", "Anthropic-Version", "Content-Type", "X-Request-Id", "X-Dynamo-Request-Id", "X-Dynamo-Session-Id", "Traceparent", "Tracestate"}
 
 // cors lets pages of the allowed origins (Config.CORSAllowedOrigins) call
 // the API. It answers a preflight itself, before the API key check (a

@@ -75,7 +75,7 @@ func TestCORSAllowedOrigins(t *testing.T) {
 			t.Errorf("Allow-Methods %q", m)
 		}
 		allowed := strings.Split(h.Get("Access-Control-Allow-Headers"), ", ")
-		for _, want := range []string{"Authorization", "Content-Type", "X-Request-Id", "X-Stainless-Os"} {
+		for _, want := range []string{"Authorization", "X-Api-Key", "Anthropic-Version", "Content-Type", "X-Request-Id", "X-Stainless-Os"} {
 			if !slices.Contains(allowed, want) {
 				t.Errorf("Allow-Headers %v lacks %s", allowed, want)
 			}

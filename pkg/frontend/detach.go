@@ -113,7 +113,7 @@ func (x *exchange) runDetached(req apiRequest, m ServedModel, cleanup reqCleanup
 			d.finish(x.s, false) // cut: the client sees the answer end early
 			return
 		}
-		writeError(x.w, apiError{status: http.StatusInternalServerError, kind: ErrInternal, message: "Internal server error", param: ""})
+		writeError(x.w, x.shape, apiError{status: http.StatusInternalServerError, kind: ErrInternal, message: "Internal server error", param: ""})
 		d.finish(x.s, true)
 	}()
 	x.stream(req, m)

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/admission"
+	"github.com/dynamo-go/dynamo/pkg/anthropic"
 	"github.com/dynamo-go/dynamo/pkg/openai"
 	"github.com/dynamo-go/dynamo/pkg/router"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
@@ -95,15 +97,56 @@ func (e apiError) body() openai.ErrorBody {
 	return openai.NewErrorBody(e.status, e.message, e.param)
 }
 
-// writeError writes e as a JSON error response.
-func writeError(w http.ResponseWriter, e apiError) {
+// errorShape is the error body a route answers with: OpenAI's on every
+// route but Anthropic's Messages API, which has its own.
+type errorShape uint8
+
+const (
+	// openAIErrors: {"error":{"message","type","param","code"}}.
+	openAIErrors errorShape = iota
+	// anthropicErrors: {"type":"error","error":{"type","message"}}.
+	anthropicErrors
+)
+
+// messagesPath is the route of Anthropic's Messages API; it and the
+// paths under it answer errors in Anthropic's shape.
+const messagesPath = "/v1/messages"
+
+// shapeOf returns the error shape of r's route.
+func shapeOf(r *http.Request) errorShape {
+	if p := routePath(r); p == messagesPath || strings.HasPrefix(p, messagesPath+"/") {
+		return anthropicErrors
+	}
+	return openAIErrors
+}
+
+// adapt returns e as sh's API reports it: Anthropic's overload refusal
+// is a 529 (overloaded_error) whatever DYN_HTTP_OVERLOAD_STATUS_CODE
+// says for the OpenAI routes; the tenant limit's 429 stays a 429.
+func (sh errorShape) adapt(e apiError) apiError {
+	if sh == anthropicErrors && e.kind == ErrOverload && e.status != http.StatusTooManyRequests {
+		e.status = anthropic.StatusOverloaded
+	}
+	return e
+}
+
+// body returns e's body in shape sh; requestID goes into Anthropic's.
+func (sh errorShape) body(e apiError, requestID string) any {
+	if sh == anthropicErrors {
+		return anthropic.NewErrorBody(e.status, e.message, requestID)
+	}
+	return e.body()
+}
+
+// writeError writes e as a JSON error response in shape sh.
+func writeError(w http.ResponseWriter, sh errorShape, e apiError) {
 	if e.status == http.StatusServiceUnavailable || e.status == http.StatusTooManyRequests || e.kind == ErrOverload {
 		// A refusal the client may retry (whatever the overload status,
 		// DYN_HTTP_OVERLOAD_STATUS_CODE, is): say when, in whole
 		// seconds, at least one.
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((e.retryAfter+time.Second-1)/time.Second))))
 	}
-	writeJSON(w, e.status, e.body())
+	writeJSON(w, e.status, sh.body(e, w.Header().Get("x-request-id")))
 }
 
 // writeJSON writes v with status.

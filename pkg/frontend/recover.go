@@ -31,7 +31,7 @@ func recoverPanics(log *slog.Logger) func(http.Handler) http.Handler {
 				if sw.code != 0 {
 					panic(http.ErrAbortHandler) // cut the connection; net/http logs nothing more
 				}
-				writeError(sw, apiError{status: http.StatusInternalServerError, kind: ErrInternal, message: "Internal server error", param: ""})
+				writeError(sw, shapeOf(r), apiError{status: http.StatusInternalServerError, kind: ErrInternal, message: "Internal server error", param: ""})
 			}()
 			next.ServeHTTP(sw, r)
 		})

@@ -81,7 +81,7 @@ func (f *responseStream) add(ev preprocessor.Event) []sseEvent {
 
 func (f *responseStream) finish() []sseEvent { return responseEvents((*f.b).Finish(f.clock())) }
 
-func (f *responseStream) fail(msg string) []sseEvent { return responseEvents((*f.b).Fail(msg)) }
+func (f *responseStream) fail(e apiError) []sseEvent { return responseEvents((*f.b).Fail(e.message)) }
 
 func responseEvents(evs []openai.ResponseEvent) []sseEvent {
 	out := make([]sseEvent, len(evs))

@@ -34,6 +34,8 @@ func (s *Service) routes(metrics http.Handler) http.Handler {
 	r.Post("/v1/chat/completions", s.handleChat)
 	r.Post("/v1/completions", s.handleCompletions)
 	r.Post("/v1/responses", s.handleResponses)
+	r.Post(messagesPath, s.handleMessages)
+	r.Post(messagesPath+"/count_tokens", s.handleCountTokens)
 	r.Post("/v1/embeddings", s.handleEmbeddings)
 	r.Get("/v1/models", s.handleModels)
 	r.Get("/v1/models/*", s.handleModel)
@@ -43,10 +45,10 @@ func (s *Service) routes(metrics http.Handler) http.Handler {
 	r.Post("/busy_threshold", s.handleSetBusyThreshold)
 	r.Method(http.MethodGet, "/metrics", metrics)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, apiError{status: http.StatusNotFound, kind: ErrNotFound, message: fmt.Sprintf("Route not found: %s %s", r.Method, r.URL.Path), param: ""})
+		writeError(w, shapeOf(r), apiError{status: http.StatusNotFound, kind: ErrNotFound, message: fmt.Sprintf("Route not found: %s %s", r.Method, r.URL.Path), param: ""})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, apiError{status: http.StatusMethodNotAllowed, kind: ErrValidation, message: fmt.Sprintf("Method not allowed: %s %s", r.Method, r.URL.Path), param: ""})
+		writeError(w, shapeOf(r), apiError{status: http.StatusMethodNotAllowed, kind: ErrValidation, message: fmt.Sprintf("Method not allowed: %s %s", r.Method, r.URL.Path), param: ""})
 	})
 	return r
 }
@@ -68,7 +70,7 @@ func (s *Service) handleModel(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "*")
 	m := s.models.Lookup(name)
 	if m == nil || !m.Ready() {
-		writeError(w, apiError{status: http.StatusNotFound, kind: ErrNotFound, message: s.modelNotFound(name, 0).Error(), param: ""})
+		writeError(w, openAIErrors, apiError{status: http.StatusNotFound, kind: ErrNotFound, message: s.modelNotFound(name, 0).Error(), param: ""})
 		return
 	}
 	writeJSON(w, http.StatusOK, modelObject(m, s.clock().Unix()))

@@ -57,7 +57,7 @@ func newTenants(max int, header string) *tenants {
 // keys are configured, else the tenant header; "" when it has neither.
 func (t *tenants) tenantOf(r *http.Request, keyed bool) string {
 	if keyed {
-		if key, ok := bearer(r.Header.Get("Authorization")); ok {
+		if key, ok := presentedKey(r); ok {
 			d := sha256.Sum256([]byte(key))
 			return "key:" + hex.EncodeToString(d[:8])
 		}

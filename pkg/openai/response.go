@@ -51,6 +51,11 @@ type ChatChunkChoice struct {
 	Delta        ChatDelta     `json:"delta"`
 	FinishReason *string       `json:"finish_reason"`
 	Logprobs     *ChatLogprobs `json:"logprobs"`
+	// MatchedStop is the stop string that ended the choice (finish
+	// reason stop), set on its last chunk when one did; "" otherwise. It
+	// is not on OpenAI's wire: edge translations read it (Anthropic's
+	// stop_sequence).
+	MatchedStop string `json:"-"`
 }
 
 // ChatDelta is the new part of a choice's message.

@@ -137,6 +137,9 @@ func (m *Model) streamChat(ctx context.Context, id string, req *openai.ChatCompl
 			setCalls(&ch.Delta, part.calls, plan)
 			if d.Finish != nil && k == len(parts)-1 {
 				ch.FinishReason = finishReason(d.Finish)
+				if stop, ok := d.StopReason.(string); ok {
+					ch.MatchedStop = stop
+				}
 				if (c.calls > 0 || c.parser != nil && c.parser.called > 0) && d.Finish.Kind != backend.FinishLength {
 					ch.FinishReason = callFinish(plan)
 				}

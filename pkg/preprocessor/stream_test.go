@@ -146,6 +146,7 @@ func TestChatStreamContentReassembles(t *testing.T) {
 			req := decodeChat(t, `{"model":"demo","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true},"stop":`+jsonString(stop)+`}`)
 			var content strings.Builder
 			var usage *openai.Usage
+			var matched []string // MatchedStop of the chunks that finish
 			statTokens := 0
 			err := m.Chat(context.Background(), "r", req, eng, func(ev Event) error {
 				c := ev.Data.(*openai.ChatCompletionChunk)
@@ -158,6 +159,9 @@ func TestChatStreamContentReassembles(t *testing.T) {
 					usage = c.Usage
 				}
 				for _, ch := range c.Choices {
+					if ch.FinishReason != nil {
+						matched = append(matched, ch.MatchedStop)
+					}
 					if ch.Delta.Content != nil {
 						if strings.Contains(*ch.Delta.Content, stop) {
 							t.Errorf("chunk %q carries the stop string", *ch.Delta.Content)
@@ -171,6 +175,11 @@ func TestChatStreamContentReassembles(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := text[:strings.Index(text, stop)]
+			// The last chunk says which stop string ended the choice
+			// (Anthropic's stop_sequence reads it).
+			if len(matched) != 1 || matched[0] != stop {
+				t.Errorf("finishing chunks' MatchedStop %q, want [%q]", matched, stop)
+			}
 			if content.String() != want {
 				t.Errorf("content %q, want %q", content.String(), want)
 			}
