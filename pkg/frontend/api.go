@@ -155,7 +155,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 		req, err = decode(body)
 	}
 	if err == nil {
-		err = withSessionHeader(r, req)
+		err = withSession(r, req)
 	}
 	if err != nil {
 		lr.refuse(UnknownModel, false, s.refuse(w, r, id, UnknownModel, endpoint, false, err))

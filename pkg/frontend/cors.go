@@ -13,8 +13,8 @@ const corsMaxAge = "600"
 
 // corsAllowHeaders are the request headers a page may always send: the
 // key (Authorization, or Anthropic's x-api-key with its anthropic-version),
-// the JSON body's type, and the ids and trace context the frontend
-// reads. A preflight that asks for more (the OpenAI JS SDK sends its
+// the JSON body's type, the ids and trace context the frontend reads,
+// and the session a request belongs to (X-Dynamo-Session-ID). A preflight that asks for more (the OpenAI JS SDK sends its
 // x-stainless-* headers) gets those too: the origin is trusted already.
 var corsAllowHeaders = []string{"Authorization", "X-Api-Key", "Anthropic-Version", "Content-Type", "X-Request-Id", "X-Dynamo-Request-Id", "X-Dynamo-Session-Id", "Traceparent", "Tracestate"}
 

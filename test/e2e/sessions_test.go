@@ -3,10 +3,13 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/dynamo-go/dynamo/pkg/openai"
 )
@@ -129,4 +132,47 @@ func servedBy(t testing.TB, f *frontend, session string) uint64 {
 		f.fatalf(t, "session %q: status %d, body %s; want an answer with nvext.worker_id", session, resp.StatusCode, b)
 	}
 	return r.NvExt.WorkerID.Decode
+}
+
+// TestMessagesConversationStaysOnItsWorker: with session affinity on, the
+// turns of one Messages conversation (the Anthropic SDK sends no session
+// id: the frontend recognises the conversation by its first turn) all go
+// to the worker that served the first, in round-robin mode.
+func TestMessagesConversationStaysOnItsWorker(t *testing.T) {
+	c := newCluster(t, "file", "tcp")
+	var workers []*process
+	for _, name := range []string{"mocker-a", "mocker-b"} {
+		workers = append(workers, c.startMocker(name, deterministic))
+	}
+	f := c.startFrontendArgs([]string{"--router-session-affinity-ttl", "60"})
+	f.waitModels(t, "demo")
+	waitFor(t, 30*time.Second, "both workers in /health", func() bool { return len(f.instanceIDs(t)) == 2 }, f.process)
+	served := func() []float64 {
+		var out []float64
+		for _, w := range workers {
+			v, _ := w.scrape(t).value("dynamo_component_requests_total", generateEndpoint)
+			out = append(out, v)
+		}
+		return out
+	}
+	before := served()
+	client := messagesClient(f, "x")
+	msgs := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Tell me about Paris."))}
+	const turns = 6
+	for i := range turns {
+		m, err := client.Messages.New(t.Context(), anthropic.MessageNewParams{Model: "demo", MaxTokens: 4, Messages: msgs})
+		if err != nil {
+			t.Fatalf("turn %d: %v", i+1, err)
+		}
+		msgs = append(msgs, m.ToParam(), anthropic.NewUserMessage(anthropic.NewTextBlock(fmt.Sprintf("And then %d?", i))))
+	}
+	after := served()
+	d := []float64{after[0] - before[0], after[1] - before[1]}
+	if !(d[0] == turns && d[1] == 0 || d[0] == 0 && d[1] == turns) {
+		t.Fatalf("the workers served %v of the conversation's %d turns, want all on one", d, turns)
+	}
+	m := f.scrape(t)
+	if v, _ := m.value("dynamo_frontend_session_affinity_requests_total", `model="demo"`, `result="bound"`); v != turns-1 {
+		t.Errorf("session_affinity_requests_total{result=bound} = %v, want %d", v, turns-1)
+	}
 }
