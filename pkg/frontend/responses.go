@@ -120,8 +120,12 @@ type responseStream struct {
 }
 
 func (f *responseStream) add(ev preprocessor.Event) []sseEvent {
+	if ev.Name != "" {
+		// An annotation nvext asked for, as chat streams send it.
+		return []sseEvent{{name: ev.Name, data: ev.Data}}
+	}
 	c, ok := ev.Data.(*openai.ChatCompletionChunk)
-	if !ok || ev.Name != "" {
+	if !ok {
 		return nil
 	}
 	return responseEvents(f.x.b.Add(c))

@@ -34,6 +34,10 @@ type ResponsesRequest struct {
 	// a JSON format becomes the chat request's response_format.
 	Text json.RawMessage `json:"text,omitempty"`
 	User string          `json:"user,omitempty"`
+	// NvExt carries over to the chat request: its annotations
+	// (formatted_prompt, ...) are events of the stream, before
+	// response.created, as on chat streams.
+	NvExt *NvExt `json:"nvext,omitempty"`
 
 	// Store asks for the response to be kept (GET /v1/responses/{id},
 	// a later previous_response_id); nil means true, as OpenAI's
@@ -173,6 +177,7 @@ func (r *ResponsesRequest) ToChat() (*ChatCompletionRequest, error) {
 		ParallelToolCalls: r.ParallelToolCalls,
 		User:              r.User,
 	}
+	chat.NvExt = r.NvExt
 	if r.Stream {
 		chat.StreamOptions = &StreamOptions{IncludeUsage: true}
 	}
