@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -153,10 +154,11 @@ func (s *Service) prepareStored(ctx context.Context, req *openai.ResponsesReques
 // putResponse stores resp with the input items of its turn, within
 // storeWriteTimeout even when ctx was killed.
 func (s *Service) putResponse(ctx context.Context, resp *openai.Response, turn *storedTurn, workerID uint64) error {
-	b, err := json.Marshal(resp)
-	if err != nil {
+	var buf bytes.Buffer
+	if err := openai.Encode(&buf, resp); err != nil {
 		return err
 	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
 	defer cancel()
 	return s.store.Put(ctx, &responsestore.Record{ID: resp.ID, Response: b, Input: turn.input(), WorkerID: workerID})
