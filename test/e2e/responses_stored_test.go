@@ -183,7 +183,7 @@ func TestResponsesStored(t *testing.T) {
 // real speed: one polled to its end, one cancelled while it runs.
 func TestResponsesStoredBackground(t *testing.T) {
 	c := newCluster(t, "file", "tcp")
-	c.startMocker("mocker", []string{"--deterministic"})
+	mocker := c.startMocker("mocker", []string{"--deterministic"})
 	f := c.startFrontend()
 	f.waitModels(t, "demo")
 	ctx := t.Context()
@@ -225,9 +225,10 @@ func TestResponsesStoredBackground(t *testing.T) {
 	if r, err := f.sdk.Responses.Get(ctx, long.ID, responses.ResponseGetParams{}); err != nil || r.Status != responses.ResponseStatusCancelled {
 		t.Errorf("GET after cancel: %v %v", r, err)
 	}
-	// The worker stopped generating: its requests in flight drop to none.
-	f.waitFor(t, 10*time.Second, "the frontend's requests in flight to end", func() bool {
-		v, ok := f.scrape(t).value("dynamo_frontend_inflight_requests", `model="demo"`)
+	// The worker stopped generating 3,000 tokens at once: its request in
+	// flight ends (a kill reaches it within 100 ms).
+	mocker.waitFor(t, 2*time.Second, "the worker's requests in flight to end", func() bool {
+		v, ok := mocker.scrape(t).value("dynamo_component_inflight_requests", `dynamo_endpoint="generate"`)
 		return ok && v == 0
 	})
 
