@@ -77,6 +77,7 @@ func TestResponsesStoredConversation(t *testing.T) {
 	if len(list.Data) != 3 || list.Data[0]["role"] != "user" || list.Data[1]["role"] != "assistant" || list.Data[1]["id"] != first.Output[0].ID || list.Data[2]["role"] != "user" || list.HasMore {
 		t.Fatalf("input_items %s", r.body)
 	}
+	ascIDs := []any{list.Data[0]["id"], list.Data[1]["id"], list.Data[2]["id"]}
 	// Pages of one, newest first, walked with after.
 	var walked []any
 	after := ""
@@ -91,8 +92,8 @@ func TestResponsesStoredConversation(t *testing.T) {
 		}
 		after = "&after=" + list.LastID
 	}
-	if len(walked) != 3 || walked[0] != list.Data[0]["id"] && walked[2] != list.Data[0]["id"] {
-		t.Errorf("walked %v", walked)
+	if len(walked) != 3 || walked[0] != ascIDs[2] || walked[1] != ascIDs[1] || walked[2] != ascIDs[0] {
+		t.Errorf("walked %v newest first, want the reverse of %v", walked, ascIDs)
 	}
 
 	r = s.send(t, http.MethodDelete, "/v1/responses/"+first.ID, "")
