@@ -96,6 +96,18 @@ func TestResponsesStoredConversation(t *testing.T) {
 		t.Errorf("walked %v newest first, want the reverse of %v", walked, ascIDs)
 	}
 
+	// before: the page that ends right before the item.
+	r = s.get(t, fmt.Sprintf("/v1/responses/%s/input_items?order=asc&limit=1&before=%s", second.ID, ascIDs[2]))
+	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Data) != 1 || list.Data[0]["id"] != ascIDs[1] || !list.HasMore {
+		t.Errorf("page before %v: %s", ascIDs[2], r.body)
+	}
+	if r := s.get(t, "/v1/responses/"+second.ID+"/input_items?after=msg_nope"); r.status != 400 {
+		t.Errorf("after an unknown item: %d %s", r.status, r.body)
+	}
+	if r := s.get(t, "/v1/responses/"+second.ID+"/input_items?limit=101"); r.status != 400 {
+		t.Errorf("limit 101: %d %s", r.status, r.body)
+	}
+
 	r = s.send(t, http.MethodDelete, "/v1/responses/"+first.ID, "")
 	if r.status != 200 || !strings.Contains(string(r.body), `"deleted":true`) {
 		t.Errorf("DELETE: %d %s", r.status, r.body)
