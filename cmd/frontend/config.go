@@ -25,6 +25,7 @@ type settings struct {
 	http                  frontend.Config
 	metrics               frontend.MetricsConfig
 	models                pipeline.Config
+	responses             responsesSettings
 }
 
 // settings validates the parsed flags and reads the HTTP environment. It
@@ -54,6 +55,9 @@ func (f *flags) settings(env func(string) string) (settings, error) {
 		errs = append(errs, err)
 	}
 	if err := f.accessConfig(&s.http, env); err != nil {
+		errs = append(errs, err)
+	}
+	if s.responses, err = f.responsesConfig(env); err != nil {
 		errs = append(errs, err)
 	}
 	s.metrics.Prefix = frontend.MetricsPrefix(*f.metricsPrefix)

@@ -9,6 +9,7 @@ import (
 	"github.com/dynamo-go/dynamo/cmd/internal/envflag"
 	"github.com/dynamo-go/dynamo/pkg/frontend"
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
+	"github.com/dynamo-go/dynamo/pkg/responsestore"
 )
 
 // flags are the frontend's own flags, each bound to its environment
@@ -36,6 +37,9 @@ type flags struct {
 	queuePolicy                                   *string
 	accessLog                                     *bool
 	conversationCacheMiB                          *int
+	responsesStore, responsesDir, responsesTTL    *string
+	responsesBucket                               *string
+	responsesReplicas                             *int
 
 	apiKeys                                 secretList
 	apiKeyFile, authExempt, corsAllowedOrig *string
@@ -88,6 +92,12 @@ func register(s *envflag.Set) *flags {
 		apiKeyFile:      s.String("api-key-file", "", "file of API keys, one a line (blank lines and # comments skipped), for keys mounted as secrets; adds to --api-key", "DYN_API_KEY_FILE"),
 		authExempt:      s.String("api-key-exempt-paths", strings.Join(frontend.DefaultAuthExemptPaths, ","), "with API keys: paths served without a key, comma separated (a trailing * makes a prefix; none for no path)", "DYN_API_KEY_EXEMPT_PATHS"),
 		corsAllowedOrig: s.String("cors-allowed-origins", "", "origins (scheme://host[:port], or *) whose web pages may call the API, comma separated; empty sends no CORS headers", "DYN_CORS_ALLOWED_ORIGINS"),
+
+		responsesStore:    s.String("responses-store", responsesStoreFile, "where stored Responses API responses are kept (store, previous_response_id, GET/DELETE /v1/responses/{id}, background): file (an embedded database under --responses-data-dir, for one frontend), nats (a JetStream key-value bucket on NATS_SERVER, shared by several frontends) or none (answered, not kept)", "DYN_RESPONSES_STORE"),
+		responsesDir:      s.String("responses-data-dir", "", "directory of --responses-store file's database (responses.db); default $XDG_STATE_HOME/dynamo/responses, else ~/.local/state/dynamo/responses", "DYN_RESPONSES_DATA_DIR"),
+		responsesTTL:      s.String("responses-ttl", defaultResponsesTTL, "how long a stored response is kept after its last write (30d, 720h, 90m); 30 days, as OpenAI keeps them", "DYN_RESPONSES_TTL"),
+		responsesBucket:   s.String("responses-nats-bucket", responsestore.DefaultBucket, "--responses-store nats: the key-value bucket (every frontend sharing conversations names the same)", "DYN_RESPONSES_NATS_BUCKET"),
+		responsesReplicas: s.Int("responses-nats-replicas", 1, "--responses-store nats: the bucket's replicas (3 on a three-node JetStream cluster)", "DYN_RESPONSES_NATS_REPLICAS"),
 
 		accessLog: s.Bool("access-log", false, "log one info line per HTTP request when it ends, as proxies do: method, path, status, duration, bytes, client address; for /v1 requests also the request and trace ids, model and token counts", "DYN_HTTP_ACCESS_LOG"),
 	}

@@ -113,7 +113,12 @@ func serve(ctx context.Context, s settings, rcfg runtime.Config, pprofAddr strin
 	if err != nil {
 		return errors.Join(err, rt.Close())
 	}
-	svc, err := frontend.New(s.http, frontend.Deps{Models: frontend.ServeRegistry(models), Logger: log, Registry: reg, Metrics: met, TracerProvider: tp})
+	store, runStore, closeStore, err := responseStore(s.responses, rcfg, log)
+	if err != nil {
+		return errors.Join(err, rt.Close())
+	}
+	defer closeStore()
+	svc, err := frontend.New(s.http, frontend.Deps{Models: frontend.ServeRegistry(models), Logger: log, Registry: reg, Metrics: met, TracerProvider: tp, ResponseStore: store})
 	if err != nil {
 		return errors.Join(err, rt.Close())
 	}
@@ -124,10 +129,16 @@ func serve(ctx context.Context, s settings, rcfg runtime.Config, pprofAddr strin
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
-	return rungroup.Run(ctx,
+	owners := []rungroup.Owner{
 		func(ctx context.Context) error { return pprofserver.Run(ctx, pprofAddr, log) },
 		rt.Run,
 		models.Run,
-		func(ctx context.Context) error { return svc.Run(ctx, ln, s.tlsCert, s.tlsKey) },
-	)
+	}
+	if runStore != nil {
+		// Before the service: it stops after it (rungroup's reverse
+		// order), once the last response is written.
+		owners = append(owners, runStore)
+	}
+	owners = append(owners, func(ctx context.Context) error { return svc.Run(ctx, ln, s.tlsCert, s.tlsKey) })
+	return rungroup.Run(ctx, owners...)
 }

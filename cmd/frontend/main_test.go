@@ -330,3 +330,37 @@ func TestConversationCacheFlag(t *testing.T) {
 		t.Errorf("a negative size: %v", err)
 	}
 }
+
+func TestResponsesFlags(t *testing.T) {
+	parse := func(env map[string]string, args ...string) (responsesSettings, error) {
+		fs := flag.NewFlagSet("frontend", flag.ContinueOnError)
+		getenv := func(k string) string { return env[k] }
+		f := register(envflag.New(fs, getenv))
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return f.responsesConfig(getenv)
+	}
+	c, err := parse(map[string]string{"HOME": "/home/u"})
+	if err != nil || c.kind != "file" || c.ttl != 30*24*time.Hour || c.dir != "/home/u/.local/state/dynamo/responses" || c.bucket != "dynamo_responses" || c.replicas != 1 {
+		t.Errorf("defaults: %+v %v", c, err)
+	}
+	c, err = parse(map[string]string{"XDG_STATE_HOME": "/state", "DYN_RESPONSES_STORE": "nats", "DYN_RESPONSES_TTL": "2d"})
+	if err != nil || c.kind != "nats" || c.ttl != 48*time.Hour || c.dir != "/state/dynamo/responses" {
+		t.Errorf("from the environment: %+v %v", c, err)
+	}
+	c, err = parse(nil, "--responses-store", "none", "--responses-ttl", "90m", "--responses-data-dir", "/d")
+	if err != nil || c.kind != "none" || c.ttl != 90*time.Minute || c.dir != "/d" {
+		t.Errorf("flags: %+v %v", c, err)
+	}
+	for _, args := range [][]string{
+		{"--responses-store", "redis"},
+		{"--responses-ttl", "0"},
+		{"--responses-ttl", "soon"},
+		{"--responses-nats-replicas", "0"},
+	} {
+		if _, err := parse(nil, args...); err == nil {
+			t.Errorf("%v: accepted", args)
+		}
+	}
+}

@@ -23,6 +23,7 @@ type NATS struct {
 	opts     NATSOptions
 	operator *operator // in operator mode
 	port     int       // server.RANDOM_PORT until the first start, then its port
+	jsDir    string    // JetStream's store, with NATSOptions.JetStream
 	running  *server.Server
 }
 
@@ -46,6 +47,9 @@ type NATSOptions struct {
 	// ephemeral operator, one account of it, and the user whose
 	// credentials are in NATS.CredentialsFile.
 	Operator bool
+	// JetStream turns JetStream on, with its store in a directory of
+	// the test's that outlives a Stop and Start.
+	JetStream bool
 }
 
 // StartNATS starts a NATS server on a port the kernel picks. It is
@@ -66,6 +70,9 @@ func StartNATSWith(t testing.TB, opts NATSOptions) *NATS {
 			t.Fatalf("testenv: %v", err)
 		}
 		n.operator, n.CredentialsFile = op, op.credsFile
+	}
+	if opts.JetStream {
+		n.jsDir = t.TempDir()
 	}
 	if err := n.Start(); err != nil {
 		t.Fatalf("testenv: %v", err)
@@ -111,6 +118,9 @@ func (n *NATS) start() (*server.Server, error) {
 		Port:   n.port,
 		NoLog:  true,
 		NoSigs: true,
+	}
+	if n.jsDir != "" {
+		opts.JetStream, opts.StoreDir = true, n.jsDir
 	}
 	if err := n.secure(opts); err != nil {
 		return nil, fmt.Errorf("start nats: %w", err)

@@ -167,6 +167,13 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 		lr.refuse(UnknownModel, c.stream, s.refuse(w, r, id, UnknownModel, endpoint, c.stream, s.modelNotFound(c.model, c.needs)))
 		return
 	}
+	if x, ok := req.(*responsesRequest); ok && x.inBackground() {
+		// Answered at once; the run is the service's (responses_background.go).
+		if e := s.startBackground(w, r, id, x, m); e.status != 0 {
+			lr.refuse(m.Name(), false, e)
+		}
+		return
+	}
 	release, err := s.tenants.acquire(s.tenants.tenantOf(r, len(s.cfg.APIKeys) > 0))
 	if err != nil {
 		lr.refuse(m.Name(), c.stream, s.refuseTenant(w, r, id, m, endpoint, c.stream, err))

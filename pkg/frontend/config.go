@@ -118,6 +118,11 @@ type Deps struct {
 	Metrics *Metrics
 	// Clock stamps responses; nil is time.Now.
 	Clock func() time.Time
+	// ResponseStore keeps the Responses API's stored responses
+	// (responsestore.File or NATS); nil turns storage off: requests are
+	// answered and not kept, and what needs a stored response
+	// (previous_response_id, background, GET) is refused.
+	ResponseStore ResponseStore
 	// TracerProvider makes the server span of each /v1 request, a child
 	// of the client's traceparent when it sends one; nil makes none.
 	TracerProvider trace.TracerProvider

@@ -46,7 +46,10 @@ func (s *Service) classify(err error) apiError {
 	var mbe *http.MaxBytesError
 	var re *runtime.Error
 	var refused *admission.RefusedError
+	var stored *storedError
 	switch {
+	case errors.As(err, &stored):
+		return apiError{status: stored.status, kind: stored.kind(), message: stored.message, param: stored.param}
 	case errors.As(err, &ve):
 		return apiError{status: http.StatusBadRequest, kind: ErrValidation, message: ve.Message, param: ve.Param}
 	case errors.As(err, &mbe):

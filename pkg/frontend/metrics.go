@@ -84,6 +84,7 @@ type Metrics struct {
 	itl          *prometheus.HistogramVec
 	outputTokens *prometheus.CounterVec
 	tokenizer    *prometheus.HistogramVec // operation
+	storeErrors  *prometheus.CounterVec   // op: get, put, delete
 
 	ready               *prometheus.GaugeVec // model
 	contextLength       *prometheus.GaugeVec
@@ -168,6 +169,7 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 		outputTokens: counter("output_tokens_total", "Output tokens generated, counted per chunk.", "model"),
 		tokenizer: histogram("tokenizer_latency_ms", "Tokenizer latency in milliseconds.",
 			tokenizerLatencyBucketsMs, "operation"),
+		storeErrors: counter("responses_store_errors_total", "Operations of the Responses API's response store that failed (store down, full, or a record too large), by op: get, put, delete.", "op"),
 
 		ready:               gauge("model_ready", "1 while the model has ready workers."),
 		contextLength:       gauge("model_context_length", "Maximum context length in tokens for a worker serving the model."),
@@ -180,7 +182,7 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 	for _, c := range []prometheus.Collector{
 		m.requests, m.started, m.cancellations, m.rejections, m.disconnected,
 		m.inflight, m.active, m.queued, m.duration, m.isl, m.osl, m.cached, m.ttft, m.itl,
-		m.outputTokens, m.tokenizer,
+		m.outputTokens, m.tokenizer, m.storeErrors,
 		m.ready, m.contextLength, m.kvCacheBlockSize, m.totalKVBlocks, m.maxNumSeqs,
 		m.maxNumBatchedTokens, m.migrationLimit,
 	} {
@@ -189,6 +191,15 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 		}
 	}
 	return m, nil
+}
+
+// StoreError counts a failed operation of the response store: op is
+// get, put or delete.
+func (m *Metrics) StoreError(op string) {
+	if m == nil {
+		return
+	}
+	m.storeErrors.WithLabelValues(op).Inc()
 }
 
 // MetricsPrefix turns p into a valid Prometheus metric name prefix, as

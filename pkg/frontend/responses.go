@@ -17,25 +17,40 @@ const EndpointResponses = "responses"
 // translated into a chat completions request (openai.DecodeResponses),
 // run like one, and its chunks translated back (openai.ResponseBuilder):
 // one response object, or the Responses event stream (responseStream).
-// Nothing is stored.
+// With a store (Deps.ResponseStore) the response is kept with its input
+// items (responses_store.go), a previous_response_id's conversation is
+// prepended to the input, and a background request answers at once and
+// runs on (responses_background.go).
 func (s *Service) handleResponses(w http.ResponseWriter, r *http.Request) {
-	s.serve(w, r, EndpointResponses, s.decodeResponses)
+	s.serve(w, r, EndpointResponses, func(body []byte) (apiRequest, error) { return s.decodeResponses(r.Context(), body) })
 }
 
-func (s *Service) decodeResponses(body []byte) (apiRequest, error) {
-	req, chat, err := openai.DecodeResponses(body, s.cfg.Decode)
+func (s *Service) decodeResponses(ctx context.Context, body []byte) (apiRequest, error) {
+	req, err := openai.DecodeResponsesRequest(body, s.cfg.Decode)
+	if err != nil {
+		return nil, err
+	}
+	if req.InBackground() && req.Stream {
+		return nil, &openai.ValidationError{Param: "stream", Message: "Validation: a background response is not streamed here: poll it with GET /v1/responses/{id}"}
+	}
+	turn, err := s.prepareStored(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	chat, err := req.ToChat()
 	if err != nil {
 		return nil, err
 	}
 	chat.StreamOptions = &openai.StreamOptions{IncludeUsage: true} // usage ends every answer
-	x := &responsesRequest{req: req, chat: chat, clock: s.clock}
-	x.format = responseStream{b: &x.b, clock: s.clock}
+	x := &responsesRequest{s: s, req: req, chat: chat, clock: s.clock, turn: turn}
+	x.format = responseStream{x: x}
 	return x, nil
 }
 
 // responsesRequest is one Responses API request, run as the chat request
 // it translates to.
 type responsesRequest struct {
+	s     *Service
 	req   *openai.ResponsesRequest
 	chat  *openai.ChatCompletionRequest
 	clock func() time.Time
@@ -43,6 +58,13 @@ type responsesRequest struct {
 	// model (and its served name) is known.
 	b      *openai.ResponseBuilder
 	format responseStream
+	// turn is what is stored with the response; nil: it is not stored.
+	turn *storedTurn
+	// Set by run for the stored write: the run's context and request id,
+	// and the worker that served the answer (0: none yet).
+	ctx      context.Context
+	id       string
+	workerID uint64
 }
 
 func (x *responsesRequest) target() requestTarget {
@@ -51,37 +73,75 @@ func (x *responsesRequest) target() requestTarget {
 
 func (x *responsesRequest) run(ctx context.Context, m ServedModel, id string, emit func(preprocessor.Event) error) error {
 	x.b = openai.NewResponseBuilder(id, x.req, m.Name(), x.clock())
-	return m.Chat(ctx, id, x.chat, emit)
+	x.ctx, x.id = ctx, id
+	return m.Chat(ctx, id, x.chat, func(ev preprocessor.Event) error {
+		if st := ev.Stats; st != nil && st.Placement != nil {
+			x.workerID = st.Placement.WorkerID
+		}
+		return emit(ev)
+	})
 }
 
 func (x *responsesRequest) fold() (func(preprocessor.Event) error, func() any) {
 	return folder(func(c *openai.ChatCompletionChunk) { x.b.Add(c) }, func() any {
 		x.b.Finish(x.clock())
-		return x.b.Response()
+		r := x.b.Response()
+		x.stored(r)
+		return r
 	})
 }
+
+// stored writes r to the store if the request is stored. It returns
+// when the write is done or failed: a failure is logged once and
+// counted, and changes nothing for the client, who has the answer.
+func (x *responsesRequest) stored(r *openai.Response) {
+	if x.turn == nil {
+		return
+	}
+	if err := x.s.putResponse(x.ctx, r, x.turn, x.workerID); err != nil {
+		x.s.metrics.StoreError(storeOpPut)
+		x.s.log.WarnContext(x.ctx, "frontend: response not stored", "request_id", x.id, "response_id", r.ID, "status", r.Status, "error", err)
+	}
+}
+
+func (x *responsesRequest) inBackground() bool { return x.req.InBackground() }
 
 func (x *responsesRequest) streamFormat() streamFormat { return &x.format }
 
 // responseStream writes a chat stream as the Responses API's named
 // events: no [DONE], and a failure after the first event is a
-// response.failed event.
+// response.failed event. A stored response is written when the model's
+// stream has ended, before the terminal event (response.completed,
+// .incomplete, .failed) is sent: the answer is all out, and a client
+// that continues the conversation the moment it reads that event finds
+// the response stored.
 type responseStream struct {
-	b     **openai.ResponseBuilder
-	clock func() time.Time
+	x *responsesRequest
 }
 
 func (f *responseStream) add(ev preprocessor.Event) []sseEvent {
+	if ev.Name != "" {
+		// An annotation nvext asked for, as chat streams send it.
+		return []sseEvent{{name: ev.Name, data: ev.Data}}
+	}
 	c, ok := ev.Data.(*openai.ChatCompletionChunk)
-	if !ok || ev.Name != "" {
+	if !ok {
 		return nil
 	}
-	return responseEvents((*f.b).Add(c))
+	return responseEvents(f.x.b.Add(c))
 }
 
-func (f *responseStream) finish() []sseEvent { return responseEvents((*f.b).Finish(f.clock())) }
+func (f *responseStream) finish() []sseEvent {
+	evs := f.x.b.Finish(f.x.clock())
+	f.x.stored(f.x.b.Response())
+	return responseEvents(evs)
+}
 
-func (f *responseStream) fail(e apiError) []sseEvent { return responseEvents((*f.b).Fail(e.message)) }
+func (f *responseStream) fail(e apiError) []sseEvent {
+	evs := f.x.b.Fail(e.message)
+	f.x.stored(f.x.b.Response())
+	return responseEvents(evs)
+}
 
 func responseEvents(evs []openai.ResponseEvent) []sseEvent {
 	out := make([]sseEvent, len(evs))

@@ -125,7 +125,8 @@ func TestResponsesErrors(t *testing.T) {
 		phrase     string
 		param      string
 	}{
-		{"previous_response_id", `{"model":"demo","input":"x","previous_response_id":"resp_1"}`, 400, "does not store responses", "previous_response_id"},
+		{"previous_response_id", `{"model":"demo","input":"x","previous_response_id":"resp_1"}`, 400, "does not store them", "previous_response_id"},
+		{"background", `{"model":"demo","input":"x","background":true}`, 400, "does not store them", "background"},
 		{"hosted tool", `{"model":"demo","input":"x","tools":[{"type":"web_search"}]}`, 400, "`web_search` is not supported", "tools[0].type"},
 		{"image input", `{"model":"demo","input":[{"role":"user","content":[{"type":"input_image","image_url":"http://x/y.png"}]}]}`, 400, "`input_image` is not supported", "input[0].content[0].type"},
 		{"unknown field", `{"model":"demo","input":"x","bogus":1}`, 400, "Unsupported parameter", "bogus"},

@@ -33,6 +33,10 @@ type Service struct {
 	tracer   trace.Tracer
 	handler  http.Handler
 	tenants  *tenants
+	// store keeps the stored Responses; nil: storage is off.
+	store ResponseStore
+	// background are the background responses running here.
+	background backgroundRuns
 
 	shuttingDown atomic.Bool
 	streams      atomic.Int64   // streamed /v1 requests in flight
@@ -58,7 +62,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &Service{cfg: cfg, models: deps.Models, log: deps.Logger, registry: deps.Registry, metrics: deps.Metrics, clock: deps.Clock,
+	s := &Service{cfg: cfg, models: deps.Models, log: deps.Logger, registry: deps.Registry, metrics: deps.Metrics, clock: deps.Clock, store: deps.ResponseStore,
 		tracer:  telemetry.Tracer(deps.TracerProvider, "github.com/dynamo-go/dynamo/pkg/frontend"),
 		tenants: newTenants(cfg.TenantMaxInflight, cfg.TenantHeader)}
 	if s.log == nil {
@@ -112,6 +116,7 @@ func (s *Service) Run(ctx context.Context, ln net.Listener, tlsCert, tlsKey stri
 	}
 	s.hangups = hw
 	defer hw.close()
+	s.background.open(ctx)
 	back := newServer()
 	back.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 	s.returned = newConnQueue(ln.Addr())
@@ -132,6 +137,9 @@ func (s *Service) Run(ctx context.Context, ln net.Listener, tlsCert, tlsKey stri
 
 	select {
 	case err := <-serveErr:
+		gone, cancel := context.WithCancel(ctx)
+		cancel()
+		s.background.close(gone)
 		return fmt.Errorf("frontend: serve: %w", err)
 	case <-ctx.Done():
 	}
@@ -153,6 +161,7 @@ func (s *Service) Run(ctx context.Context, ln net.Listener, tlsCert, tlsKey stri
 	}
 	wg.Wait()
 	s.waitRequests(drainCtx)
+	s.background.close(drainCtx)
 	<-returnedErr
 	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("frontend: serve: %w", err)

@@ -132,7 +132,7 @@ func newStackWith(t *testing.T, cfg Config, models pipeline.Config, deps Deps) *
 		t.Fatal(err)
 	}
 	cfg.ShutdownGrace = -1
-	svc, err := New(cfg, Deps{Models: ServeRegistry(reg), Registry: s.reg, Metrics: met, Logger: deps.Logger, TracerProvider: deps.TracerProvider})
+	svc, err := New(cfg, Deps{Models: ServeRegistry(reg), Registry: s.reg, Metrics: met, Logger: deps.Logger, TracerProvider: deps.TracerProvider, ResponseStore: deps.ResponseStore})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,8 +102,8 @@ func (w *sseWriter) add(ev preprocessor.Event) error {
 		if err := writeEvents(w.buf, evs); err != nil {
 			return err
 		}
-		if !w.committed && len(evs) > 0 {
-			w.commitLocked()
+		if !w.committed && len(evs) > 0 && ev.Name == "" {
+			w.commitLocked() // annotations wait for the first event of the answer
 		}
 		return nil
 	}

@@ -34,11 +34,25 @@ type ResponsesRequest struct {
 	// a JSON format becomes the chat request's response_format.
 	Text json.RawMessage `json:"text,omitempty"`
 	User string          `json:"user,omitempty"`
+	// NvExt carries over to the chat request: its annotations
+	// (formatted_prompt, ...) are events of the stream, before
+	// response.created, as on chat streams.
+	NvExt *NvExt `json:"nvext,omitempty"`
 
-	// Accepted and ignored: nothing is stored, truncation is never done,
-	// reasoning effort is the model's own, and logprobs are not returned.
+	// Store asks for the response to be kept (GET /v1/responses/{id},
+	// a later previous_response_id); nil means true, as OpenAI's
+	// default is. The frontend decides what it can do.
+	Store *bool `json:"store,omitempty"`
+	// PreviousResponseID continues the conversation of a stored
+	// response: the frontend prepends its input and output items.
+	PreviousResponseID *string `json:"previous_response_id,omitempty"`
+	// Background runs the request after the answer: the response is
+	// returned queued and polled with GET. It needs Store.
+	Background *bool `json:"background,omitempty"`
+
+	// Accepted and ignored: truncation is never done, reasoning effort
+	// is the model's own, and logprobs are not returned.
 	Metadata             json.RawMessage `json:"metadata,omitempty"`
-	Store                json.RawMessage `json:"store,omitempty"`
 	Truncation           json.RawMessage `json:"truncation,omitempty"`
 	Reasoning            json.RawMessage `json:"reasoning,omitempty"`
 	ServiceTier          json.RawMessage `json:"service_tier,omitempty"`
@@ -50,13 +64,11 @@ type ResponsesRequest struct {
 	TopLogprobs          json.RawMessage `json:"top_logprobs,omitempty"`
 	MaxToolCalls         json.RawMessage `json:"max_tool_calls,omitempty"`
 
-	// Refused when set: they need responses or conversations to be
+	// Refused when set: they need conversations or prompts to be
 	// stored, or work the frontend does not do.
-	PreviousResponseID json.RawMessage `json:"previous_response_id,omitempty"`
-	Conversation       json.RawMessage `json:"conversation,omitempty"`
-	Background         json.RawMessage `json:"background,omitempty"`
-	Prompt             json.RawMessage `json:"prompt,omitempty"`
-	ContextManagement  json.RawMessage `json:"context_management,omitempty"`
+	Conversation      json.RawMessage `json:"conversation,omitempty"`
+	Prompt            json.RawMessage `json:"prompt,omitempty"`
+	ContextManagement json.RawMessage `json:"context_management,omitempty"`
 }
 
 var responsesInfo = sync.OnceValue(func() *typeInfo { return newTypeInfo(reflect.TypeFor[ResponsesRequest]()) })
@@ -65,25 +77,38 @@ var responsesInfo = sync.OnceValue(func() *typeInfo { return newTypeInfo(reflect
 // translates it into the chat completions request the frontend runs.
 // Every failure is a *ValidationError naming the field at fault.
 func DecodeResponses(body []byte, opts DecodeOptions) (*ResponsesRequest, *ChatCompletionRequest, error) {
-	var r ResponsesRequest
-	if err := decodeObject(body, opts, responsesInfo(), &r); err != nil {
-		return nil, nil, err
-	}
-	if err := r.Validate(); err != nil {
+	r, err := DecodeResponsesRequest(body, opts)
+	if err != nil {
 		return nil, nil, err
 	}
 	chat, err := r.ToChat()
 	if err != nil {
 		return nil, nil, err
 	}
-	return &r, chat, nil
+	return r, chat, nil
+}
+
+// DecodeResponsesRequest decodes and validates a Responses API body
+// without translating it: the frontend first prepends the stored
+// conversation of previous_response_id (PrependInput), then calls ToChat.
+func DecodeResponsesRequest(body []byte, opts DecodeOptions) (*ResponsesRequest, error) {
+	var r ResponsesRequest
+	if err := decodeObject(body, opts, responsesInfo(), &r); err != nil {
+		return nil, err
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // Validate checks the request's scalar fields and refuses the features
-// that need stored state. Input items and tools are checked by ToChat.
+// that need stored conversations or prompts. Input items and tools are
+// checked by ToChat; whether store, previous_response_id and background
+// can be served is the frontend's to say.
 func (r *ResponsesRequest) Validate() error {
-	if present(r.PreviousResponseID) {
-		return invalidParam("previous_response_id", "previous_response_id is not supported: this server does not store responses; send the whole conversation in `input`")
+	if r.PreviousResponseID != nil && *r.PreviousResponseID == "" {
+		return invalidParam("previous_response_id", "previous_response_id must not be empty")
 	}
 	if present(r.Conversation) {
 		return invalidParam("conversation", "conversation is not supported: this server does not store conversations; send the whole conversation in `input`")
@@ -94,8 +119,8 @@ func (r *ResponsesRequest) Validate() error {
 	if present(r.ContextManagement) {
 		return invalidParam("context_management", "context_management is not supported")
 	}
-	if present(r.Background) && !bytes.Equal(bytes.TrimSpace(r.Background), []byte("false")) {
-		return invalidParam("background", "background responses are not supported: they need stored responses")
+	if r.Background != nil && *r.Background && r.Store != nil && !*r.Store {
+		return invalidParam("background", "background responses need store: a background response is polled with GET /v1/responses/{id}")
 	}
 	if strings.TrimSpace(r.Model) == "" {
 		return invalidParam("model", "model must not be empty")
@@ -152,6 +177,7 @@ func (r *ResponsesRequest) ToChat() (*ChatCompletionRequest, error) {
 		ParallelToolCalls: r.ParallelToolCalls,
 		User:              r.User,
 	}
+	chat.NvExt = r.NvExt
 	if r.Stream {
 		chat.StreamOptions = &StreamOptions{IncludeUsage: true}
 	}

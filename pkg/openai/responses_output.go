@@ -248,6 +248,8 @@ func NewResponseBuilder(id string, req *ResponsesRequest, model string, created 
 		ToolChoice: json.RawMessage(`"auto"`),
 		Tools:      req.Tools, Truncation: "disabled",
 		Metadata: json.RawMessage(`{}`), User: req.User,
+		Store: req.StoreWanted(), PreviousResponseID: req.PreviousResponseID,
+		Background: req.InBackground(),
 	}
 	if r.Tools == nil {
 		r.Tools = []json.RawMessage{}

@@ -255,10 +255,11 @@ func TestResponseBuilderText(t *testing.T) {
 			}
 		}
 	}
-	// Echoed settings with OpenAI's defaults.
+	// Echoed settings with OpenAI's defaults (store: true when the
+	// request does not say).
 	b, _ := json.Marshal(unary)
 	for _, s := range []string{`"temperature":1`, `"top_p":1`, `"tool_choice":"auto"`, `"tools":[]`, `"parallel_tool_calls":true`,
-		`"store":false`, `"max_output_tokens":null`, `"previous_response_id":null`, `"truncation":"disabled"`,
+		`"store":true`, `"max_output_tokens":null`, `"previous_response_id":null`, `"truncation":"disabled"`,
 		`"text":{"format":{"type":"text"}}`, `"output_tokens_details":{"reasoning_tokens":0}`, `"annotations":[]`} {
 		if !strings.Contains(string(b), s) {
 			t.Errorf("response %s\nlacks %s", b, s)

@@ -148,9 +148,9 @@ func TestDecodeResponsesErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, body, param, contains string
 	}{
-		{"previous_response_id", `{"model":"m","input":"x","previous_response_id":"resp_1"}`, "previous_response_id", "does not store responses"},
+		{"empty previous_response_id", `{"model":"m","input":"x","previous_response_id":""}`, "previous_response_id", "must not be empty"},
 		{"conversation", `{"model":"m","input":"x","conversation":"conv_1"}`, "conversation", "does not store"},
-		{"background", `{"model":"m","input":"x","background":true}`, "background", "not supported"},
+		{"background without store", `{"model":"m","input":"x","background":true,"store":false}`, "background", "need store"},
 		{"unknown field", `{"model":"m","input":"x","frobnicate":1}`, "frobnicate", "Unsupported parameter(s): `frobnicate`"},
 		{"no model", `{"input":"x"}`, "model", "model must not be empty"},
 		{"no input", `{"model":"m"}`, "input", "input is required"},
@@ -188,5 +188,49 @@ func TestDecodeResponsesAllowUnknownFields(t *testing.T) {
 	_, _, err := DecodeResponses([]byte(`{"model":"m","input":"x","frobnicate":1}`), DecodeOptions{AllowUnknownFields: true})
 	if err != nil {
 		t.Errorf("with AllowUnknownFields: %v", err)
+	}
+}
+
+func TestResponsesInputItems(t *testing.T) {
+	for _, tc := range []struct {
+		name, input string
+		want        []string
+	}{
+		{"string", `"hi"`, []string{`{"content":[{"type":"input_text","text":"hi"}],"id":"in_0","role":"user","status":"completed","type":"message"}`}},
+		{"items", `[{"role":"user","content":"q"},{"type":"message","role":"assistant","content":"a","id":"msg_x"},{"type":"function_call_output","call_id":"c","output":"o"}]`, []string{
+			`{"content":[{"type":"input_text","text":"q"}],"id":"in_0","role":"user","status":"completed","type":"message"}`,
+			`{"content":[{"type":"output_text","text":"a","annotations":[],"logprobs":[]}],"id":"msg_x","role":"assistant","status":"completed","type":"message"}`,
+			`{"call_id":"c","id":"in_2","output":"o","type":"function_call_output"}`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &ResponsesRequest{Model: "m", Input: json.RawMessage(tc.input)}
+			items, err := r.InputItems("in_")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, it := range items {
+				got = append(got, string(it))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("items (-want +got):\n%s", diff)
+			}
+			// The items translate as the input did.
+			want, err := r.ToChat()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.SetInput(items); err != nil {
+				t.Fatal(err)
+			}
+			r2, err := r.ToChat()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want.Messages, r2.Messages); diff != "" {
+				t.Errorf("messages from the items (-input +items):\n%s", diff)
+			}
+		})
 	}
 }

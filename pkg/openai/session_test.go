@@ -10,7 +10,7 @@ import (
 func TestSessionControl(t *testing.T) {
 	for _, tc := range []struct {
 		raw, wantErr string
-		want        SessionControl
+		want         SessionControl
 	}{
 		{raw: `{"session_id":"a"}`, want: SessionControl{SessionID: "a"}},
 		{raw: `{"session_id":"a","action":"close","timeout":30}`, want: SessionControl{SessionID: "a", Action: "close", Timeout: ptr(30.0)}},

@@ -115,3 +115,8 @@ func redactURLs(s string) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// NATSSecurityOptions returns the nats.go options for cfg's NATS TLS and
+// credentials (NATS_* environment), for another connection of the
+// process to the same server: the frontend's response store.
+func NATSSecurityOptions(cfg Config) ([]nats.Option, error) { return natsSecurity(cfg) }

@@ -65,6 +65,9 @@ func (c *cluster) startFrontend(env ...string) *frontend {
 func (c *cluster) startFrontendArgs(extra []string, env ...string) *frontend {
 	c.t.Helper()
 	args := append(append([]string{"--http-host", "127.0.0.1", "--http-port", "0"}, c.args...), extra...)
+	// Each frontend's stored responses in a directory of its own (env may
+	// name another: the last value wins), never the user's state dir.
+	env = append([]string{"DYN_RESPONSES_DATA_DIR=" + c.t.TempDir()}, env...)
 	p := startProcess(c.t, "frontend", frontendBin, frontendListening, append(slices.Clone(c.env), env...), args...)
 	return newFrontend(c.t, p)
 }

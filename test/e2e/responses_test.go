@@ -134,13 +134,15 @@ func TestResponses(t *testing.T) {
 		}
 	})
 
+	// A conversation continues from a stored response
+	// (responses_stored_test.go); an unknown one is a 404 naming it.
 	t.Run("previous_response_id", func(t *testing.T) {
 		p := params
 		p.PreviousResponseID = openai.String("resp_123")
 		_, err := f.sdk.Responses.New(ctx, p)
 		apiErr := (*openai.Error)(nil)
-		if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || !strings.Contains(apiErr.Message, "does not store responses") || apiErr.Param != "previous_response_id" {
-			t.Fatalf("err %v, want an *openai.Error, 400, saying responses are not stored, param previous_response_id", err)
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound || !strings.Contains(apiErr.Message, "resp_123") || apiErr.Param != "previous_response_id" {
+			t.Fatalf("err %v, want an *openai.Error, 404, naming resp_123, param previous_response_id", err)
 		}
 	})
 }
