@@ -33,7 +33,7 @@ func (s *Service) decodeResponses(ctx context.Context, body []byte) (apiRequest,
 	if req.InBackground() && req.Stream {
 		return nil, &openai.ValidationError{Param: "stream", Message: "Validation: a background response is not streamed here: poll it with GET /v1/responses/{id}"}
 	}
-	turn, err := s.prepareStored(ctx, req)
+	turn, conversation, err := s.prepareStored(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func (s *Service) decodeResponses(ctx context.Context, body []byte) (apiRequest,
 		return nil, err
 	}
 	chat.StreamOptions = &openai.StreamOptions{IncludeUsage: true} // usage ends every answer
-	x := &responsesRequest{s: s, req: req, chat: chat, clock: s.clock, turn: turn}
+	x := &responsesRequest{s: s, req: req, chat: chat, clock: s.clock, turn: turn, conv: conversation}
 	x.format = responseStream{x: x}
 	return x, nil
 }
@@ -60,6 +60,9 @@ type responsesRequest struct {
 	format responseStream
 	// turn is what is stored with the response; nil: it is not stored.
 	turn *storedTurn
+	// conv is the stored conversation the request belongs to ("": none):
+	// its session when the client names none (session.go).
+	conv string
 	// Set by run for the stored write: the run's context and request id,
 	// and the worker that served the answer (0: none yet).
 	ctx      context.Context

@@ -102,53 +102,69 @@ func (t *storedTurn) input() []json.RawMessage {
 // prepareStored reads store, previous_response_id and background: it
 // refuses what this server cannot serve, prepends the conversation of
 // previous_response_id to the request's input, and returns the turn to
-// store (nil: the request is not stored).
-func (s *Service) prepareStored(ctx context.Context, req *openai.ResponsesRequest) (*storedTurn, error) {
+// store (nil: the request is not stored) and the conversation the
+// request belongs to: the id of its first input item, which every later
+// turn's record keeps first ("": none, a request not stored that
+// continues nothing).
+func (s *Service) prepareStored(ctx context.Context, req *openai.ResponsesRequest) (*storedTurn, string, error) {
 	if s.store == nil {
 		switch {
 		case req.PreviousResponseID != nil:
-			return nil, errStorageOff("previous_response_id", "previous_response_id")
+			return nil, "", errStorageOff("previous_response_id", "previous_response_id")
 		case req.InBackground():
-			return nil, errStorageOff("background", "background")
+			return nil, "", errStorageOff("background", "background")
 		}
 		off := false
 		req.Store = &off // the response says it is not stored
-		return nil, nil
+		return nil, "", nil
 	}
 	if !req.StoreWanted() && req.PreviousResponseID == nil {
-		return nil, nil
+		return nil, "", nil
 	}
 	own, err := req.InputItems("msg_" + strings.ReplaceAll(uuid.NewString(), "-", "") + "_")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	t := &storedTurn{own: own}
 	if req.PreviousResponseID != nil {
 		prev := *req.PreviousResponseID
 		rec, err := s.store.Get(ctx, prev)
 		if err != nil {
-			return nil, s.storeFailure(storeOpGet, prev, "previous_response_id", err)
+			return nil, "", s.storeFailure(storeOpGet, prev, "previous_response_id", err)
 		}
 		var r struct {
 			Status string            `json:"status"`
 			Output []json.RawMessage `json:"output"`
 		}
 		if err := json.Unmarshal(rec.Response, &r); err != nil {
-			return nil, s.storeFailure(storeOpGet, prev, "previous_response_id", err)
+			return nil, "", s.storeFailure(storeOpGet, prev, "previous_response_id", err)
 		}
 		if r.Status == openai.ResponseQueued || r.Status == openai.ResponseInProgress {
-			return nil, &storedError{status: http.StatusBadRequest, param: "previous_response_id",
+			return nil, "", &storedError{status: http.StatusBadRequest, param: "previous_response_id",
 				message: fmt.Sprintf("Previous response with id '%s' is still %s; wait until it ends.", prev, r.Status)}
 		}
 		t.history = append(rec.Input, r.Output...)
 		if err := req.SetInput(t.input()); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
+	conversation := firstItemID(t.input())
 	if !req.StoreWanted() {
-		return nil, nil // a continuation that is not itself kept
+		return nil, conversation, nil // a continuation that is not itself kept
 	}
-	return t, nil
+	return t, conversation, nil
+}
+
+// firstItemID returns the id of the first of items ("" if it has none).
+func firstItemID(items []json.RawMessage) string {
+	if len(items) == 0 {
+		return ""
+	}
+	var it struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(items[0], &it)
+	return it.ID
 }
 
 // putResponse stores resp with the input items of its turn, within

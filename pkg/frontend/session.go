@@ -13,8 +13,8 @@ type sessionRequest interface {
 }
 
 // conversationRequest is a request whose API says which conversation it
-// continues (Messages): the session it belongs to when the client names
-// none.
+// continues (Messages; Responses with a store): the session it belongs to
+// when the client names none ("": none).
 type conversationRequest interface {
 	conversation() string
 }
@@ -25,6 +25,13 @@ func (x *responsesRequest) nvext() **openai.NvExt  { return &x.chat.NvExt }
 func (x *messagesRequest) nvext() **openai.NvExt   { return &x.chat.NvExt }
 
 func (x *messagesRequest) conversation() string { return x.req.Conversation() }
+
+func (x *responsesRequest) conversation() string {
+	if x.conv == "" {
+		return ""
+	}
+	return "responses-" + x.conv
+}
 
 // withSession sets the session of req, in this order: the body's
 // nvext.session_control, the X-Dynamo-Session-ID header, the

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	openaisdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/dynamo-go/dynamo/pkg/openai"
 )
@@ -174,5 +176,48 @@ func TestMessagesConversationStaysOnItsWorker(t *testing.T) {
 	m := f.scrape(t)
 	if v, _ := m.value("dynamo_frontend_session_affinity_requests_total", `model="demo"`, `result="bound"`); v != turns-1 {
 		t.Errorf("session_affinity_requests_total{result=bound} = %v, want %d", v, turns-1)
+	}
+}
+
+// TestResponsesConversationStaysOnItsWorker: with session affinity on,
+// the turns of a stored Responses conversation (chained with
+// previous_response_id, no session id) all go to the worker that served
+// the first, in round-robin mode.
+func TestResponsesConversationStaysOnItsWorker(t *testing.T) {
+	c := newCluster(t, "file", "tcp")
+	var workers []*process
+	for _, name := range []string{"mocker-a", "mocker-b"} {
+		workers = append(workers, c.startMocker(name, deterministic))
+	}
+	f := c.startFrontendArgs([]string{"--router-session-affinity-ttl", "60"})
+	f.waitModels(t, "demo")
+	waitFor(t, 30*time.Second, "both workers in /health", func() bool { return len(f.instanceIDs(t)) == 2 }, f.process)
+	served := func() []float64 {
+		var out []float64
+		for _, w := range workers {
+			v, _ := w.scrape(t).value("dynamo_component_requests_total", generateEndpoint)
+			out = append(out, v)
+		}
+		return out
+	}
+	before := served()
+	const turns = 5
+	prev := ""
+	for i := range turns {
+		params := responses.ResponseNewParams{Model: "demo", MaxOutputTokens: openaisdk.Int(4),
+			Input: responses.ResponseNewParamsInputUnion{OfString: openaisdk.String(fmt.Sprintf("Turn %d: tell me more.", i))}}
+		if prev != "" {
+			params.PreviousResponseID = openaisdk.String(prev)
+		}
+		r, err := f.sdk.Responses.New(t.Context(), params)
+		if err != nil {
+			t.Fatalf("turn %d: %v", i+1, err)
+		}
+		prev = r.ID
+	}
+	after := served()
+	d := []float64{after[0] - before[0], after[1] - before[1]}
+	if !(d[0] == turns && d[1] == 0 || d[0] == 0 && d[1] == turns) {
+		t.Fatalf("the workers served %v of the conversation's %d turns, want all on one", d, turns)
 	}
 }
