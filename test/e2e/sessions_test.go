@@ -141,23 +141,7 @@ func servedBy(t testing.TB, f *frontend, session string) uint64 {
 // id: the frontend recognises the conversation by its first turn) all go
 // to the worker that served the first, in round-robin mode.
 func TestMessagesConversationStaysOnItsWorker(t *testing.T) {
-	c := newCluster(t, "file", "tcp")
-	var workers []*process
-	for _, name := range []string{"mocker-a", "mocker-b"} {
-		workers = append(workers, c.startMocker(name, deterministic))
-	}
-	f := c.startFrontendArgs([]string{"--router-session-affinity-ttl", "60"})
-	f.waitModels(t, "demo")
-	waitFor(t, 30*time.Second, "both workers in /health", func() bool { return len(f.instanceIDs(t)) == 2 }, f.process)
-	served := func() []float64 {
-		var out []float64
-		for _, w := range workers {
-			v, _ := w.scrape(t).value("dynamo_component_requests_total", generateEndpoint)
-			out = append(out, v)
-		}
-		return out
-	}
-	before := served()
+	f, servedSince := affinityRig(t)
 	client := messagesClient(f, "x")
 	msgs := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Tell me about Paris."))}
 	const turns = 6
@@ -168,9 +152,7 @@ func TestMessagesConversationStaysOnItsWorker(t *testing.T) {
 		}
 		msgs = append(msgs, m.ToParam(), anthropic.NewUserMessage(anthropic.NewTextBlock(fmt.Sprintf("And then %d?", i))))
 	}
-	after := served()
-	d := []float64{after[0] - before[0], after[1] - before[1]}
-	if !(d[0] == turns && d[1] == 0 || d[0] == 0 && d[1] == turns) {
+	if d := servedSince(); !(d[0] == turns && d[1] == 0 || d[0] == 0 && d[1] == turns) {
 		t.Fatalf("the workers served %v of the conversation's %d turns, want all on one", d, turns)
 	}
 	m := f.scrape(t)
@@ -184,23 +166,7 @@ func TestMessagesConversationStaysOnItsWorker(t *testing.T) {
 // previous_response_id, no session id) all go to the worker that served
 // the first, in round-robin mode.
 func TestResponsesConversationStaysOnItsWorker(t *testing.T) {
-	c := newCluster(t, "file", "tcp")
-	var workers []*process
-	for _, name := range []string{"mocker-a", "mocker-b"} {
-		workers = append(workers, c.startMocker(name, deterministic))
-	}
-	f := c.startFrontendArgs([]string{"--router-session-affinity-ttl", "60"})
-	f.waitModels(t, "demo")
-	waitFor(t, 30*time.Second, "both workers in /health", func() bool { return len(f.instanceIDs(t)) == 2 }, f.process)
-	served := func() []float64 {
-		var out []float64
-		for _, w := range workers {
-			v, _ := w.scrape(t).value("dynamo_component_requests_total", generateEndpoint)
-			out = append(out, v)
-		}
-		return out
-	}
-	before := served()
+	f, servedSince := affinityRig(t)
 	const turns = 5
 	prev := ""
 	for i := range turns {
@@ -215,9 +181,35 @@ func TestResponsesConversationStaysOnItsWorker(t *testing.T) {
 		}
 		prev = r.ID
 	}
-	after := served()
-	d := []float64{after[0] - before[0], after[1] - before[1]}
-	if !(d[0] == turns && d[1] == 0 || d[0] == 0 && d[1] == turns) {
+	if d := servedSince(); !(d[0] == turns && d[1] == 0 || d[0] == 0 && d[1] == turns) {
 		t.Fatalf("the workers served %v of the conversation's %d turns, want all on one", d, turns)
+	}
+}
+
+// affinityRig starts two mockers and a round-robin frontend with session
+// affinity on, and returns the frontend and a function giving the
+// requests each worker served since.
+func affinityRig(t *testing.T) (*frontend, func() []float64) {
+	t.Helper()
+	c := newCluster(t, "file", "tcp")
+	var workers []*process
+	for _, name := range []string{"mocker-a", "mocker-b"} {
+		workers = append(workers, c.startMocker(name, deterministic))
+	}
+	f := c.startFrontendArgs([]string{"--router-session-affinity-ttl", "60"})
+	f.waitModels(t, "demo")
+	waitFor(t, 30*time.Second, "both workers in /health", func() bool { return len(f.instanceIDs(t)) == 2 }, f.process)
+	served := func() []float64 {
+		var out []float64
+		for _, w := range workers {
+			v, _ := w.scrape(t).value("dynamo_component_requests_total", generateEndpoint)
+			out = append(out, v)
+		}
+		return out
+	}
+	before := served()
+	return f, func() []float64 {
+		now := served()
+		return []float64{now[0] - before[0], now[1] - before[1]}
 	}
 }
