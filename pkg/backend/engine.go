@@ -168,3 +168,19 @@ type MetricsSource interface {
 type HealthChecker interface {
 	HealthCheckRequest() *Request
 }
+
+// LoraEngine is an Engine that applies LoRA adapters to requests: a
+// request for adapter name carries Routing.LoraName = name. The worker
+// (pkg/backend/worker) resolves an adapter's source to a local path,
+// loads it with LoadLora before it publishes the adapter's card, and
+// unloads it with UnloadLora (also to make room under --max-loras). An
+// engine that cannot load adapters at run time (llama.cpp: adapters are
+// given at its start) accepts only those it has, and refuses others with
+// an error that says so.
+type LoraEngine interface {
+	// LoadLora makes adapter name, whose files are at path, servable. It
+	// is called once per name until UnloadLora.
+	LoadLora(ctx context.Context, name, path string) error
+	// UnloadLora releases adapter name.
+	UnloadLora(ctx context.Context, name string) error
+}

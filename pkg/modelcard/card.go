@@ -62,6 +62,12 @@ type Card struct {
 	SpecialTokens SpecialTokens `json:"special_tokens"`
 	// GenConfig holds the token ids that end generation.
 	GenConfig GenConfig `json:"gen_config"`
+	// Lora is set on the card of a LoRA adapter: a copy of its base
+	// model's card under the adapter's name (DisplayName), published by
+	// each worker that holds the adapter under the base card's key plus
+	// the adapter's suffix (Record.ModelSuffix, LoraSuffix). nil on a
+	// base model's card.
+	Lora *Lora `json:"lora,omitempty"`
 	// VocabSize is the number of tokens in the model's vocabulary as its
 	// engine reports it, on a card without tokenizer.json (FromEngine);
 	// 0 when unknown or when the card has the tokenizer (which knows).
