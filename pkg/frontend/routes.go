@@ -41,6 +41,9 @@ func (s *Service) routes(metrics http.Handler) http.Handler {
 	r.Get("/v1/responses/{id}/input_items", s.handleInputItems)
 	r.Post("/v1/responses/{id}/cancel", s.handleCancelResponse)
 	r.Post("/v1/embeddings", s.handleEmbeddings)
+	r.Post("/v1/loras", s.handleLoadLora)
+	r.Get("/v1/loras", s.handleListLoras)
+	r.Delete("/v1/loras/{name}", s.handleDeleteLora)
 	r.Get("/v1/models", s.handleModels)
 	r.Get("/v1/models/*", s.handleModel)
 	r.Get("/health", s.handleHealth)
@@ -80,11 +83,16 @@ func (s *Service) handleModel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, modelObject(m, s.clock().Unix()))
 }
 
-// modelObject is m as /v1/models shows it.
+// modelObject is m as /v1/models shows it: a LoRA adapter with its base
+// model as root and parent.
 func modelObject(m ServedModel, created int64) openai.Model {
 	p := m.Card().RuntimeConfig.Processing()
-	return openai.Model{ID: m.Name(), Object: "model", Created: created, OwnedBy: "nvidia", MaxModelLen: int(m.Card().ContextLength),
+	o := openai.Model{ID: m.Name(), Object: "model", Created: created, OwnedBy: "nvidia", MaxModelLen: int(m.Card().ContextLength),
 		Processing: &openai.ModelProcessing{Preprocessing: p.Preprocessing, Postprocessing: p.Postprocessing}}
+	if l := m.Card().Lora; l != nil {
+		o.Root, o.Parent = l.BaseModel, l.BaseModel
+	}
+	return o
 }
 
 type healthBody struct {

@@ -154,6 +154,10 @@ type Model struct {
 	Object  string `json:"object"`
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
+	// Root and Parent name, on a LoRA adapter, the base model it applies
+	// to (vLLM's fields); absent on a base model.
+	Root   string `json:"root,omitempty"`
+	Parent string `json:"parent,omitempty"`
 	// MaxModelLen is the model's context window in tokens (prompt and
 	// output), as vLLM reports it; absent when unknown.
 	MaxModelLen int `json:"max_model_len,omitempty"`

@@ -28,7 +28,10 @@ import (
 // (the prefill stage passes requests on until the model's prefill
 // workers are attached: Registry.attachPrefill)
 //
-// Admission is built first and handed to the routers it gates.
+// Admission is built first and handed to the routers it gates. A LoRA
+// adapter's card (modelcard.Lora) gets a chain of its own, routed to the
+// workers that published it, whose head names the adapter in each
+// request (loraStage).
 //
 // It starts the chain's goroutines (the KV router's Run) under the
 // model's own context, which Model.close ends.
@@ -106,6 +109,9 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 	})
 	if adm != nil {
 		m.head = adm.Before(m.head) // in front of migration: a migration rides on the admitted slot
+	}
+	if card.Lora != nil {
+		m.head = loraStage{next: m.head, name: card.Lora.Name}
 	}
 	r.start(ctx, m)
 	return m, nil

@@ -150,7 +150,7 @@ func (c *choice) placement() *backend.Placement {
 // load or cache state.
 func (r *routeStage) choose(req *backend.Request) (*choice, error) {
 	start := time.Now()
-	local := kvblock.LocalHashes(req.TokenIDs, r.cfg.BlockSize)
+	local := kvblock.LocalHashesSeed(req.TokenIDs, r.cfg.BlockSize, blockSeed(req))
 	hashed := time.Now()
 	scores, _ := r.matches.Get().(*matches)
 	if scores == nil {
@@ -283,4 +283,15 @@ func override(raw json.RawMessage) configOverride {
 		_ = json.Unmarshal(raw, &o)
 	}
 	return o
+}
+
+// blockSeed is the seed of req's block hashes: a LoRA adapter's blocks
+// are salted with its name, as the workers hash them in their KV events,
+// so that a prefix cached for one adapter (or for the base model) never
+// matches another's.
+func blockSeed(req *backend.Request) uint64 {
+	if rt := req.Routing; rt != nil && rt.LoraName != nil && *rt.LoraName != "" {
+		return kvblock.SaltedSeed(*rt.LoraName, "")
+	}
+	return kvblock.Seed
 }
