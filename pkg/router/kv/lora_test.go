@@ -31,7 +31,7 @@ func TestRouterKeepsAdaptersPrefixesApart(t *testing.T) {
 	idx := newIndexer(indexerOptions{})
 	r, _ := newTestRouter(t, idx, &fakeTarget{workers: []uint64{1, 2, 3}})
 	prompt := tokens(48, 3)
-	cacheSeeded(t, idx, 1, prompt, kvblock.Seed)                           // the base model's blocks on worker 1
+	cacheSeeded(t, idx, 1, prompt, kvblock.Seed)                          // the base model's blocks on worker 1
 	cacheSeeded(t, idx, 2, prompt, kvblock.SaltedSeed("sql-adapter", "")) // the adapter's on worker 2
 	for _, tc := range []struct {
 		lora       string
