@@ -15,6 +15,7 @@ type collector struct {
 	mu sync.Mutex
 
 	ttft, itl, tpot, e2e, refusal []time.Duration
+	refusalConnect                []time.Duration
 
 	slo                                                                 time.Duration // SLOTTFT; 0: no goodput
 	launched, completed, good, failed, refused, cancelled, usageMissing int
@@ -76,6 +77,9 @@ func (c *collector) record(o outcome, promptWords, turn int) {
 		c.refused++
 		c.refusedStatus[o.err.Status]++
 		c.refusal = append(c.refusal, o.end.Sub(o.start))
+		if !o.connected.IsZero() {
+			c.refusalConnect = append(c.refusalConnect, o.connected.Sub(o.start))
+		}
 		return
 	case o.err != nil:
 		c.failed++
@@ -134,22 +138,23 @@ func (c *collector) report() *Report {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := &Report{
-		Launched:     c.launched,
-		Completed:    c.completed,
-		Failed:       c.failed,
-		Refused:      c.refused,
-		WithinSLO:    c.good,
-		Cancelled:    c.cancelled,
-		Errors:       map[ErrorKind]int{},
-		UsageMissing: c.usageMissing,
-		InputTokens:  c.inTokens,
-		OutputTokens: c.outTokens,
-		ErrorSamples: c.samples,
-		TTFT:         summarize(c.ttft),
-		ITL:          summarize(c.itl),
-		TPOT:         summarize(c.tpot),
-		E2E:          summarize(c.e2e),
-		Refusal:      summarize(c.refusal),
+		Launched:       c.launched,
+		Completed:      c.completed,
+		Failed:         c.failed,
+		Refused:        c.refused,
+		WithinSLO:      c.good,
+		Cancelled:      c.cancelled,
+		Errors:         map[ErrorKind]int{},
+		UsageMissing:   c.usageMissing,
+		InputTokens:    c.inTokens,
+		OutputTokens:   c.outTokens,
+		ErrorSamples:   c.samples,
+		TTFT:           summarize(c.ttft),
+		ITL:            summarize(c.itl),
+		TPOT:           summarize(c.tpot),
+		E2E:            summarize(c.e2e),
+		Refusal:        summarize(c.refusal),
+		RefusalConnect: summarize(c.refusalConnect),
 	}
 	for k, n := range c.errors {
 		r.Errors[k] = n

@@ -87,6 +87,10 @@ type Report struct {
 	E2E  Summary `json:"e2e_ms"`
 	// Refusal is send to the refusal's answer, of refused requests.
 	Refusal Summary `json:"refusal_ms"`
+	// RefusalConnect is the part of Refusal spent getting a connection
+	// (a kept-alive one, or a new one dialled): time the server's
+	// handler never saw.
+	RefusalConnect Summary `json:"refusal_connect_ms"`
 
 	// Turns is the multi-turn workload's table by turn number, completed
 	// turns only (every request is a turn there, and the counts, times

@@ -23,6 +23,9 @@ import (
 // outcome is what one request produced.
 type outcome struct {
 	start, end time.Time
+	// connected is when the request got its connection (a new one
+	// dialled, or one kept alive); zero if it got none.
+	connected time.Time
 	// ttft is set when content arrived (hasContent).
 	ttft       time.Duration
 	hasContent bool
@@ -99,10 +102,14 @@ func (q *requester) do(runCtx context.Context, body []byte, answer *strings.Buil
 	defer cancel()
 
 	o := outcome{start: time.Now()}
-	resp, unreceived, err := q.send(ctx, q.client, body)
+	var connected atomic.Int64
+	resp, unreceived, err := q.send(ctx, q.client, body, &connected)
 	if err != nil && unreceived && q.fresh != nil && ctx.Err() == nil {
 		o.retried = true
-		resp, _, err = q.send(ctx, q.fresh, body)
+		resp, _, err = q.send(ctx, q.fresh, body, &connected)
+	}
+	if ns := connected.Load(); ns != 0 {
+		o.connected = time.Unix(0, ns)
 	}
 	if err != nil {
 		return q.fail(runCtx, o, transportError(ctx, err))
@@ -192,11 +199,14 @@ func (q *requester) do(runCtx context.Context, body []byte, answer *strings.Buil
 // over HTTP/1.1 the client cannot tell the two apart. A request that
 // got any response byte (a status line, a partial stream) is never
 // retried.
-func (q *requester) send(ctx context.Context, client *http.Client, body []byte) (resp *http.Response, unreceived bool, err error) {
+func (q *requester) send(ctx context.Context, client *http.Client, body []byte, connected *atomic.Int64) (resp *http.Response, unreceived bool, err error) {
 	// The trace's callbacks run on the transport's goroutines.
 	var reused, answered atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn:              func(c httptrace.GotConnInfo) { reused.Store(c.Reused) },
+		GotConn: func(c httptrace.GotConnInfo) {
+			reused.Store(c.Reused)
+			connected.Store(time.Now().UnixNano())
+		},
 		GotFirstResponseByte: func() { answered.Store(true) },
 	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, q.endpoint, bytes.NewReader(body))

@@ -166,7 +166,8 @@ func testOverload(t *testing.T, mode, plane string, duration time.Duration, tena
 		t.Errorf("%d admitted requests streamed %d tokens (%d without usage), want %d each", rep.Completed, rep.OutputTokens, rep.UsageMissing, overloadTokens)
 	}
 	if late := millis(rep.Refusal.Max); late > overloadTimeout+overloadRefusalSlack {
-		t.Errorf("a refusal came %v after its request, want within the queue timeout %v plus %v", late, overloadTimeout, overloadRefusalSlack)
+		t.Errorf("a refusal came %v after its request, want within the queue timeout %v plus %v (getting a connection took up to %.0f ms of it)",
+			late, overloadTimeout, overloadRefusalSlack, rep.RefusalConnect.Max)
 	}
 	if p99 := millis(rep.TTFT.P99); p99 > overloadTimeout+prefill+overloadTTFTSlack {
 		t.Errorf("admitted requests' TTFT p99 %v, want within the queue timeout %v plus one prefill %v plus %v", p99, overloadTimeout, prefill, overloadTTFTSlack)
