@@ -32,7 +32,12 @@ var (
 // its weights from disk.
 const loraTimeout = 5 * time.Minute
 
-var _ backend.LoraEngine = (*Engine)(nil)
+var (
+	_ backend.LoraEngine = (*Engine)(nil)
+	_ loraDialect        = vllm{}
+	_ loraDialect        = sglang{}
+	_ loraDialect        = llamacpp{}
+)
 
 // loraDialect is how a dialect loads and unloads adapters.
 type loraDialect interface {
