@@ -77,7 +77,7 @@ func llamaStartLoras(ctx context.Context, e *Engine) *llamaLoras {
 func (llamacpp) loadLora(ctx context.Context, e *Engine, name, path string) error {
 	list, err := llamaListLoras(ctx, e)
 	if routeMissing(err) {
-		return loraUnavailable("the llamacpp engine at %s has no GET /lora-adapters (%v): use a llama-server with LoRA support, started with --lora %s", e.base, err, path)
+		return loraUnavailable("the llamacpp engine at %s has no GET /lora-adapters (%s): use a llama-server with LoRA support, started with --lora %s", e.base, answered(err), path)
 	}
 	if err != nil {
 		return err

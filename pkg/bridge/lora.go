@@ -127,6 +127,16 @@ func routeMissing(err error) bool {
 	return s.Status == 405
 }
 
+// answered is a StatusError's status, for a message that says what it
+// means.
+func answered(err error) string {
+	var s *StatusError
+	if errors.As(err, &s) {
+		return fmt.Sprintf("%s answered %d", s.Path, s.Status)
+	}
+	return err.Error()
+}
+
 // isStatus reports whether err is an engine's answer with status code.
 func isStatus(err error, code int) bool {
 	var s *StatusError
@@ -157,7 +167,7 @@ const vllmLoraHint = "start vLLM with --enable-lora (and --max-lora-rank for the
 func (vllm) loadLora(ctx context.Context, e *Engine, name, path string) error {
 	_, err := e.postLora(ctx, "/v1/load_lora_adapter", loraBody{Name: name, Path: path})
 	if routeMissing(err) {
-		return loraUnavailable("the vllm engine at %s does not load adapters at run time (%v): %s", e.base, err, vllmLoraHint)
+		return loraUnavailable("the vllm engine at %s does not load adapters at run time (%s): %s", e.base, answered(err), vllmLoraHint)
 	}
 	return err
 }
@@ -166,9 +176,9 @@ func (vllm) unloadLora(ctx context.Context, e *Engine, name string) error {
 	_, err := e.postLora(ctx, "/v1/unload_lora_adapter", loraBody{Name: name})
 	switch {
 	case routeMissing(err):
-		return loraUnavailable("the vllm engine at %s does not unload adapters at run time (%v): %s", e.base, err, vllmLoraHint)
+		return loraUnavailable("the vllm engine at %s does not unload adapters at run time (%s): %s", e.base, answered(err), vllmLoraHint)
 	case isStatus(err, 404):
-		return loraNotLoaded("%v", err)
+		return fmt.Errorf("%w: %w", ErrLoraNotLoaded, err) // err wraps backend.ErrInvalidArgument
 	}
 	return err
 }
@@ -196,7 +206,7 @@ func (sglang) unloadLora(ctx context.Context, e *Engine, name string) error {
 func sglangLoraCall(ctx context.Context, e *Engine, path string, body loraBody) error {
 	b, err := e.postLora(ctx, path, body)
 	if routeMissing(err) {
-		return loraUnavailable("the sglang engine at %s has no %s (%v): %s", e.base, path, err, sglangLoraHint)
+		return loraUnavailable("the sglang engine at %s has no %s (%s): %s", e.base, path, answered(err), sglangLoraHint)
 	}
 	if err != nil {
 		return err

@@ -117,6 +117,27 @@ func TestLoraRuntimeLoading(t *testing.T) {
 	}
 }
 
+// A vLLM that holds adapters (from before the worker restarted) lists
+// them among its models; a bridge that starts then serves the model, not
+// an adapter.
+func TestLoraAdaptersAreNotServedModels(t *testing.T) {
+	e, srv := started(t, bridge.DialectVLLM, bridgetest.Options{Loras: true})
+	if err := e.LoadLora(t.Context(), "sql", "/adapters/sql"); err != nil {
+		t.Fatal(err)
+	}
+	again := newEngine(t, bridge.Config{Dialect: bridge.DialectVLLM, URL: srv.URL, StartTimeout: 5 * time.Second, Models: []string{"sql"}})
+	defer func() { _ = again.Cleanup(context.Background()) }()
+	if _, err := again.Start(t.Context(), 2); !errors.Is(err, bridge.ErrModelMismatch) {
+		t.Errorf("Start wanting the adapter's name: %v, want ErrModelMismatch", err)
+	}
+	again = newEngine(t, bridge.Config{Dialect: bridge.DialectVLLM, URL: srv.URL, StartTimeout: 5 * time.Second})
+	defer func() { _ = again.Cleanup(context.Background()) }()
+	cfg, err := again.Start(t.Context(), 3)
+	if err != nil || cfg.Model != "fake-model" {
+		t.Errorf("Start: %v, serving %q; want fake-model", err, cfg.Model)
+	}
+}
+
 // An engine without the runtime endpoints (vLLM without
 // VLLM_ALLOW_RUNTIME_LORA_UPDATING) refuses with ErrLoraUnavailable,
 // saying how to start it.

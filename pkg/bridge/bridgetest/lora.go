@@ -51,6 +51,18 @@ func (s *Server) Loras() []string {
 	return append([]string(nil), s.loras.loaded...)
 }
 
+// loraModels returns /v1/models' entries of the loaded adapters, as
+// vLLM lists them (parent: the model; no max_model_len).
+func (s *Server) loraModels() []any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []any
+	for _, n := range s.loras.loaded {
+		out = append(out, map[string]any{"id": n, "object": "model", "root": s.loras.paths[n], "parent": s.opts.Model, "max_model_len": nil})
+	}
+	return out
+}
+
 func (s *Server) loraRoutes(mux *http.ServeMux) {
 	switch {
 	case s.dialect == "llamacpp":

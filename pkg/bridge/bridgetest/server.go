@@ -102,8 +102,11 @@ func New(dialect string, opts Options) *Server {
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{map[string]any{
-			"id": opts.Model, "object": "model", "root": opts.Model, "max_model_len": opts.ContextLength}}})
+		data := []any{map[string]any{"id": opts.Model, "object": "model", "root": opts.Model, "max_model_len": opts.ContextLength}}
+		if dialect == "vllm" {
+			data = append(data, s.loraModels()...) // vLLM lists its adapters, with parent
+		}
+		writeJSON(w, 200, map[string]any{"object": "list", "data": data})
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		if dialect == "llamacpp" {
