@@ -32,6 +32,19 @@
 // KV-event source and the load poller and closes idle connections; it is
 // idempotent.
 //
+// LoRA adapters (backend.LoraEngine; lora.go, llamacpp_lora.go,
+// docs/lora-engines.md): LoadLora and UnloadLora drive vLLM's POST
+// /v1/load_lora_adapter and /v1/unload_lora_adapter and SGLang's POST
+// /load_lora_adapter and /unload_lora_adapter; a request for an adapter
+// (Routing.LoraName) names it as vLLM's model or SGLang's lora_path.
+// llama-server loads adapters only at its start (--lora): LoadLora finds
+// the one loaded from the adapter's path (or file name) and every
+// request lists every adapter's scale in its lora field, the adapter's
+// for a request naming it and 0 for the rest, so that a base request
+// gets none however the server was started. Errors: ErrLoraUnavailable
+// (the engine cannot load it), ErrLoraNotLoaded, or the engine's refusal
+// (*StatusError).
+//
 // Stop and kill: closing the HTTP response aborts the request in all
 // three engines (they abort on client disconnect). A stopped request ends
 // with a FinishCancelled output; a killed one returns the context's cause.

@@ -24,6 +24,9 @@ type engineInfo struct {
 	// native is what the engine reports of its model for a card without
 	// the model's files (llama.cpp); nil if nothing.
 	native *backend.NativeModel
+	// llama is a llama.cpp engine's LoRA adapters and the names loaded
+	// onto them (llamacpp_lora.go); nil when it lists none.
+	llama *llamaLoras
 }
 
 // servedModel is one model an engine serves: the name requests carry, and

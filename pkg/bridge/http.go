@@ -123,14 +123,15 @@ func (e *Engine) statusError(hreq *http.Request, status int, body []byte) error 
 }
 
 // errorMessage finds the message of an engine's error body: vLLM
-// {"error":{"message"}} or {"message"}, SGLang {"error":{"message"}} or
-// {"error":"..."}, llama.cpp {"error":{"code","message","type"}}; else
-// the body itself.
+// {"error":{"message"}} or {"message"}, SGLang {"error":{"message"}},
+// {"error":"..."} or {"error_message"} (its LoRA endpoints), llama.cpp
+// {"error":{"code","message","type"}}; else the body itself.
 func errorMessage(body []byte) string {
 	var v struct {
-		Message string          `json:"message"`
-		Detail  json.RawMessage `json:"detail"`
-		Error   json.RawMessage `json:"error"`
+		Message      string          `json:"message"`
+		ErrorMessage string          `json:"error_message"`
+		Detail       json.RawMessage `json:"detail"`
+		Error        json.RawMessage `json:"error"`
 	}
 	if json.Unmarshal(body, &v) == nil {
 		if len(v.Error) > 0 {
@@ -147,6 +148,9 @@ func errorMessage(body []byte) string {
 		}
 		if v.Message != "" {
 			return v.Message
+		}
+		if v.ErrorMessage != "" {
+			return v.ErrorMessage
 		}
 		if len(v.Detail) > 0 {
 			return string(v.Detail)

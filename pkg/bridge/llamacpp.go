@@ -18,22 +18,23 @@ type llamacpp struct{}
 // llamaRequest is the body of POST /completion (the fields the bridge
 // uses).
 type llamaRequest struct {
-	Prompt           []uint32        `json:"prompt"`
-	NPredict         int             `json:"n_predict"`
-	Stream           bool            `json:"stream"`
-	ReturnTokens     bool            `json:"return_tokens"`
-	CachePrompt      bool            `json:"cache_prompt"`
-	IgnoreEOS        *bool           `json:"ignore_eos,omitempty"`
-	Temperature      *float64        `json:"temperature,omitempty"`
-	TopK             *int            `json:"top_k,omitempty"`
-	TopP             *float64        `json:"top_p,omitempty"`
-	MinP             *float64        `json:"min_p,omitempty"`
-	Seed             *int64          `json:"seed,omitempty"`
-	PresencePenalty  *float64        `json:"presence_penalty,omitempty"`
-	FrequencyPenalty *float64        `json:"frequency_penalty,omitempty"`
-	RepeatPenalty    *float64        `json:"repeat_penalty,omitempty"`
-	NProbs           *uint32         `json:"n_probs,omitempty"`
-	JSONSchema       json.RawMessage `json:"json_schema,omitempty"`
+	Prompt           []uint32         `json:"prompt"`
+	NPredict         int              `json:"n_predict"`
+	Stream           bool             `json:"stream"`
+	ReturnTokens     bool             `json:"return_tokens"`
+	CachePrompt      bool             `json:"cache_prompt"`
+	IgnoreEOS        *bool            `json:"ignore_eos,omitempty"`
+	Temperature      *float64         `json:"temperature,omitempty"`
+	TopK             *int             `json:"top_k,omitempty"`
+	TopP             *float64         `json:"top_p,omitempty"`
+	MinP             *float64         `json:"min_p,omitempty"`
+	Seed             *int64           `json:"seed,omitempty"`
+	PresencePenalty  *float64         `json:"presence_penalty,omitempty"`
+	FrequencyPenalty *float64         `json:"frequency_penalty,omitempty"`
+	RepeatPenalty    *float64         `json:"repeat_penalty,omitempty"`
+	NProbs           *uint32          `json:"n_probs,omitempty"`
+	JSONSchema       json.RawMessage  `json:"json_schema,omitempty"`
+	Lora             []llamaLoraScale `json:"lora,omitempty"`
 }
 
 // llamaHealth is /health's answer: {"status":"ok"} when ready; 503 with
@@ -94,6 +95,7 @@ func (llamacpp) info(ctx context.Context, e *Engine) (engineInfo, error) {
 		}
 		info.native = native
 	}
+	info.llama = llamaStartLoras(ctx, e)
 	return info, nil
 }
 
@@ -115,7 +117,11 @@ func (llamacpp) request(req *backend.Request, info engineInfo) (engineCall, erro
 	case sc.MaxThinkingTokens != nil:
 		return engineCall{}, refuse(DialectLlamaCpp, "max_thinking_tokens (its reasoning budget is a server setting)")
 	}
-	if err := refuseRouting(DialectLlamaCpp, req); err != nil {
+	if err := refuseRouting(DialectLlamaCpp, req, "lora_name"); err != nil {
+		return engineCall{}, err
+	}
+	lora, err := llamaLoraField(req, info.llama)
+	if err != nil {
 		return engineCall{}, err
 	}
 	// It stops on strings and on the model's end-of-generation tokens
@@ -148,6 +154,7 @@ func (llamacpp) request(req *backend.Request, info engineInfo) (engineCall, erro
 		PresencePenalty:  so.PresencePenalty,
 		FrequencyPenalty: so.FrequencyPenalty,
 		RepeatPenalty:    so.RepetitionPenalty,
+		Lora:             lora,
 	}
 	if m := maxTokens(req, info); m != nil {
 		body.NPredict = int(*m)

@@ -31,6 +31,7 @@ func (vllm) info(ctx context.Context, e *Engine) (engineInfo, error) {
 		Data []struct {
 			ID          string `json:"id"`
 			Root        string `json:"root"`
+			Parent      string `json:"parent"`
 			MaxModelLen int    `json:"max_model_len"`
 		} `json:"data"`
 	}
@@ -39,6 +40,9 @@ func (vllm) info(ctx context.Context, e *Engine) (engineInfo, error) {
 	}
 	var info engineInfo
 	for _, m := range models.Data {
+		if m.Parent != "" {
+			continue // a LoRA adapter it holds, not a model it serves
+		}
 		sm := servedModel{id: m.ID}
 		if m.Root != "" && m.Root != m.ID {
 			sm.aliases = append(sm.aliases, m.Root)

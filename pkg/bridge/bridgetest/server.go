@@ -47,6 +47,19 @@ type Options struct {
 	// OmitFinish leaves finish_reason out of /inference/v1/generate's
 	// chunks, as vLLM does when a finish comes without a new token.
 	OmitFinish bool
+	// Loras serves the LoRA endpoints of vLLM (POST /v1/load_lora_adapter,
+	// /v1/unload_lora_adapter) and SGLang (POST /load_lora_adapter,
+	// /unload_lora_adapter); without it they answer 404 {"detail":"Not
+	// Found"}, as a vLLM without VLLM_ALLOW_RUNTIME_LORA_UPDATING does.
+	// See lora.go for what an adapter changes in an answer.
+	Loras bool
+	// BadLoraPath is an adapter path whose load the engine refuses (400
+	// with the engine's message).
+	BadLoraPath string
+	// LlamaLoras (dialect llamacpp) are the adapter files the server was
+	// started with (--lora): GET /lora-adapters lists them, ids from 0,
+	// scale 1.
+	LlamaLoras []string
 }
 
 // Server is a running fake engine. Its fields are read with the methods.
@@ -63,6 +76,7 @@ type Server struct {
 	aborted  chan struct{} // one send per request the client abandoned
 	health   atomic.Int64
 	metrics  metricsState
+	loras    loraState
 }
 
 // EOS is the fake model's end-of-sequence id.
@@ -88,9 +102,20 @@ func New(dialect string, opts Options) *Server {
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{map[string]any{
-			"id": opts.Model, "object": "model", "root": opts.Model, "max_model_len": opts.ContextLength}}})
+		data := []any{map[string]any{"id": opts.Model, "object": "model", "root": opts.Model, "max_model_len": opts.ContextLength}}
+		if dialect == "vllm" {
+			data = append(data, s.loraModels()...) // vLLM lists its adapters, with parent
+		}
+		writeJSON(w, 200, map[string]any{"object": "list", "data": data})
 	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		if dialect == "llamacpp" {
+			writeJSON(w, 404, map[string]any{"error": map[string]any{"code": 404, "message": "File Not Found", "type": "not_found_error"}})
+			return
+		}
+		writeJSON(w, 404, map[string]any{"detail": "Not Found"}) // FastAPI's
+	})
+	s.loraRoutes(mux)
 	switch dialect {
 	case "vllm":
 		mux.HandleFunc("POST "+vllmwire.CompletionsPath, s.generate)
@@ -197,6 +222,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, s.opts.Status, map[string]any{"error": map[string]any{"message": s.opts.StatusMessage, "code": s.opts.Status}})
 		return
 	}
+	adapter, lerr := s.adapterOf(body)
+	if lerr != nil {
+		writeJSON(w, lerr.status, map[string]any{"error": map[string]any{"message": lerr.msg, "code": lerr.status}})
+		return
+	}
 	var prompt []any
 	var limit int
 	var hasLimit bool
@@ -204,10 +234,6 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	sampling := body
 	switch s.dialect {
 	case "vllm":
-		if m, _ := body["model"].(string); m != "" && m != s.opts.Model {
-			writeJSON(w, 404, map[string]any{"error": map[string]any{"message": fmt.Sprintf("The model `%s` does not exist.", m), "code": 404}})
-			return
-		}
 		prompt, _ = body["prompt"].([]any)
 		limit, hasLimit = num(body, "max_tokens")
 		stops, _ = body["stop_token_ids"].([]any)
@@ -253,7 +279,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 			st.finish("length", nil)
 			return
 		}
-		tok := 1000 + i
+		tok := 1000*(adapter+1) + i
 		// A request without its own limit (none, or the context's room
 		// the bridge fills in) ends with EOS.
 		if (!hasLimit || limit == s.opts.ContextLength-len(prompt)) && i == s.opts.DefaultTokens-1 {

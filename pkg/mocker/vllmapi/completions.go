@@ -46,7 +46,12 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr.status, aerr.msg, aerr.param)
 		return
 	}
+	model, ok := s.withLora(w, req.Model, br)
+	if !ok {
+		return
+	}
 	a, rc := s.newAnswer(r, "cmpl-", opts)
+	a.model = model
 	id := a.id
 	defer rc.Release()
 	defer rc.Kill() // the answer is written: nothing of the request may run on
@@ -69,7 +74,7 @@ func (s *Server) newAnswer(r *http.Request, prefix string, opts *options) (*answ
 	}
 	id := prefix + base
 	rc := runtime.NewContext(r.Context(), id)
-	a := &answer{s: s, rc: rc, opts: opts, id: id, created: time.Now().Unix(), choices: make([]*choiceState, opts.n)}
+	a := &answer{s: s, rc: rc, opts: opts, id: id, created: time.Now().Unix(), model: s.cfg.Model, choices: make([]*choiceState, opts.n)}
 	for i := range a.choices {
 		a.choices[i] = &choiceState{dec: detokenizer{f: s.cfg.Detokenize, skip: opts.skipSpecial}, stop: newStopMatcher(opts.stops, opts.includeStop)}
 	}
@@ -83,6 +88,7 @@ type answer struct {
 	opts    *options
 	id      string
 	created int64
+	model   string // the name answers carry: the served model, or the LoRA adapter asked for
 	choices []*choiceState
 	// cached is the engine's count of prompt tokens served from its
 	// prefix cache, once a terminal output reported it.
@@ -209,7 +215,7 @@ func (a *answer) stream(w http.ResponseWriter, r *http.Request, rc *runtime.Cont
 		if a.opts.logprobs {
 			ch.Logprobs = a.logprobs(c, o, toks)
 		}
-		chunk := vllmwire.CompletionStreamResponse{ID: a.id, Object: "text_completion", Created: a.created, Model: a.s.cfg.Model, Choices: []vllmwire.CompletionStreamChoice{ch}}
+		chunk := vllmwire.CompletionStreamResponse{ID: a.id, Object: "text_completion", Created: a.created, Model: a.model, Choices: []vllmwire.CompletionStreamChoice{ch}}
 		if a.opts.continuous {
 			chunk.Usage = &vllmwire.UsageInfo{PromptTokens: len(a.opts.prompt), CompletionTokens: len(c.ids), TotalTokens: len(a.opts.prompt) + len(c.ids)}
 		}
@@ -225,7 +231,7 @@ func (a *answer) stream(w http.ResponseWriter, r *http.Request, rc *runtime.Cont
 	}
 	sse.end(err, func() {
 		if a.opts.includeUsage {
-			_ = send(vllmwire.CompletionUsageChunk{ID: a.id, Object: "text_completion", Created: a.created, Model: a.s.cfg.Model, Choices: []vllmwire.CompletionStreamChoice{},
+			_ = send(vllmwire.CompletionUsageChunk{ID: a.id, Object: "text_completion", Created: a.created, Model: a.model, Choices: []vllmwire.CompletionStreamChoice{},
 				Usage: a.usage(a.completionTokens())})
 		}
 	})
@@ -280,7 +286,7 @@ func (a *answer) unary(w http.ResponseWriter, rc *runtime.Context, br *backend.R
 		writeError(w, status, msg, "")
 		return
 	}
-	resp := vllmwire.CompletionResponse{ID: a.id, Object: "text_completion", Created: a.created, Model: a.s.cfg.Model}
+	resp := vllmwire.CompletionResponse{ID: a.id, Object: "text_completion", Created: a.created, Model: a.model}
 	completion := 0
 	for i, c := range a.choices {
 		ch := vllmwire.CompletionChoice{Index: i, Logprobs: c.lp, FinishReason: c.finish, StopReason: c.stopReason}

@@ -24,6 +24,14 @@
 //     (rendered with the model's chat template, Config.TokenizeChat) and POST /detokenize
 //     {"tokens"}, when the server has a tokenizer (else 501).
 //   - POST /v1/completions and POST /inference/v1/generate: see below.
+//   - POST /v1/load_lora_adapter {"lora_name","lora_path"} and POST
+//     /v1/unload_lora_adapter {"lora_name"}: vLLM's runtime LoRA
+//     endpoints (lora.go), through the engine's backend.LoraEngine (400
+//     when it has none; 400 for a name loaded twice, 404 for an unknown
+//     one on unload); a text answer on success. A loaded adapter is
+//     listed by /v1/models with parent (the served model) and served by
+//     name: a request whose model is the adapter reaches the engine with
+//     Routing.LoraName set, and the answers carry its name.
 //     Other paths: 404.
 //
 // A completion request's prompt is a list of token ids (or a list of one

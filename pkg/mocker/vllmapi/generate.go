@@ -79,7 +79,12 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr.status, aerr.msg, aerr.param)
 		return
 	}
+	model, ok := s.withLora(w, g.Model, br)
+	if !ok {
+		return
+	}
 	a, rc := s.newAnswer(r, "generate-tokens-", opts)
+	a.model = model
 	defer rc.Release()
 	defer rc.Kill()
 	s.metrics.promptTokens.Add(float64(len(opts.prompt)))

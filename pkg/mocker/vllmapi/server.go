@@ -109,6 +109,10 @@ type Server struct {
 	ready    atomic.Bool // the engine started and Run has not ended
 	inflight sync.WaitGroup
 
+	lora  backend.LoraEngine // the engine's LoRA side; nil: it has none
+	lmu   sync.Mutex
+	loras loras // guarded by lmu
+
 	mu       sync.Mutex
 	ln       net.Listener
 	sockCtx  context.Context
@@ -128,7 +132,11 @@ func New(cfg Config, eng *mocker.Engine) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, eng: eng, log: cfg.Logger, created: time.Now().Unix()}
+	s := &Server{cfg: cfg, eng: eng, log: cfg.Logger, created: time.Now().Unix(),
+		loras: loras{paths: map[string]string{}, loading: map[string]bool{}}}
+	if le, ok := any(eng).(backend.LoraEngine); ok {
+		s.lora = le
+	}
 	reg := prometheus.NewRegistry()
 	m, err := newMetrics(reg, cfg, eng)
 	if err != nil {
@@ -282,6 +290,8 @@ func (s *Server) routes(metricsHandler http.Handler) http.Handler {
 	mux.HandleFunc("POST /inference/v1/generate", s.generate)
 	mux.HandleFunc("POST /tokenize", s.tokenize)
 	mux.HandleFunc("POST /detokenize", s.detokenize)
+	mux.HandleFunc("POST /v1/load_lora_adapter", s.loadLora)
+	mux.HandleFunc("POST /v1/unload_lora_adapter", s.unloadLora)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Not Found", "")
 	})
@@ -306,7 +316,7 @@ type modelCard struct {
 	OwnedBy     string            `json:"owned_by"`
 	Root        string            `json:"root"`
 	Parent      *string           `json:"parent"`
-	MaxModelLen int               `json:"max_model_len"`
+	MaxModelLen *int              `json:"max_model_len"`
 	Permission  []modelPermission `json:"permission"`
 }
 
@@ -326,19 +336,26 @@ type modelPermission struct {
 	IsBlocking         bool    `json:"is_blocking"`
 }
 
+// models lists the served model, then the loaded LoRA adapters (with
+// parent, and no max_model_len, as vLLM lists them).
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 	card := modelCard{
 		ID: s.cfg.Model, Object: "model", Created: s.created, OwnedBy: "vllm", Root: s.cfg.Model,
-		MaxModelLen: s.cfg.ContextLength,
-		Permission: []modelPermission{{
-			ID: "modelperm-" + hexUUID(), Object: "model_permission", Created: s.created,
-			AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*",
-		}},
+		MaxModelLen: &s.cfg.ContextLength,
+		Permission:  []modelPermission{s.permission()},
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Object string      `json:"object"`
 		Data   []modelCard `json:"data"`
-	}{"list", []modelCard{card}})
+	}{"list", append([]modelCard{card}, s.loraCards()...)})
+}
+
+// permission is a model card's ModelPermission.
+func (s *Server) permission() modelPermission {
+	return modelPermission{
+		ID: "modelperm-" + hexUUID(), Object: "model_permission", Created: s.created,
+		AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*",
+	}
 }
 
 // ErrBadChat is wrapped by Config.TokenizeChat's error for a conversation
@@ -437,9 +454,9 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 const maxBody = 64 << 20
 
 // checkModel answers 404 for a model other than the served one ("" is
-// the served one).
+// the served one) or a loaded LoRA adapter.
 func (s *Server) checkModel(w http.ResponseWriter, model string) bool {
-	if model == "" || model == s.cfg.Model {
+	if model == "" || model == s.cfg.Model || s.isLora(model) {
 		return true
 	}
 	writeError(w, http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist.", model), "model")

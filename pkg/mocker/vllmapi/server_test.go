@@ -25,6 +25,13 @@ import (
 // answers 200.
 func testServer(t *testing.T, mod func(*mocker.Config, *Config)) *Server {
 	t.Helper()
+	return testServerWith(t, mod, nil)
+}
+
+// testServerWith is testServer with setup applied to the Server before
+// it runs.
+func testServerWith(t *testing.T, mod func(*mocker.Config, *Config), setup func(*Server)) *Server {
+	t.Helper()
 	mc := mocker.DefaultConfig()
 	mc.BlockSize, mc.NumGPUBlocks, mc.ContextLength = 4, 64, 256
 	mc.SpeedupRatio = 20
@@ -41,6 +48,9 @@ func testServer(t *testing.T, mod func(*mocker.Config, *Config)) *Server {
 	s, err := New(cfg, eng)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(s)
 	}
 	if err := s.Listen(); err != nil {
 		t.Fatal(err)
