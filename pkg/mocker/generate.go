@@ -344,6 +344,7 @@ func (e *Engine) newChoice(req *backend.Request, maxTokens, i int, out *stream) 
 		determ:    e.cfg.Deterministic,
 		vocab:     e.cfg.OutputTokens,
 		choice:    i,
+		lora:      loraName(req),
 		hashSeed:  LoraHashSeed(loraName(req)),
 	}
 	if req.SamplingOptions.Seed != nil {

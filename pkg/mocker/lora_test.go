@@ -166,3 +166,49 @@ func TestLoraLoadAndUnload(t *testing.T) {
 		}
 	})
 }
+
+// A KVBatchPublisher (the vLLM API's event stream) learns the adapter of
+// each stored block, whose tokens_hash is salted with it: a subscriber
+// hashing the token ids with kvblock.SaltedSeed(lora_name) gets the same
+// hashes.
+func TestKVBatchesNameTheLoraOfStoredBlocks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := testEngine(t, func(c *Config) { c.BlockSize, c.NumGPUBlocks = 4, 16 })
+		pub := &batchPublisher{}
+		e.SetEventPublisher(pub)
+		if _, err := e.Start(t.Context(), 42); err != nil {
+			t.Fatal(err)
+		}
+		defer stopEngine(t, e)
+		if err := e.LoadLora(t.Context(), "sql", adapterDir(t)); err != nil {
+			t.Fatal(err)
+		}
+		for _, lora := range []string{"sql", ""} {
+			if err := e.Generate(t.Context(), forLora(request(prompt(0, 6), 2, 0), lora), (&collector{}).emit); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		pub.mu.Lock()
+		defer pub.mu.Unlock()
+		byLora := map[string]int{}
+		for _, b := range pub.batches {
+			for _, ev := range b {
+				s := ev.Event.Data.Stored
+				if s == nil {
+					continue
+				}
+				byLora[ev.LoraName] += len(s.Blocks)
+				want := kvblock.LocalHashesSeed(ev.Tokens, 4, kvblock.SaltedSeed(ev.LoraName, ""))
+				for i, blk := range s.Blocks {
+					if blk.TokensHash != want[i] {
+						t.Errorf("lora %q block %d: tokens_hash %d, want %d (its tokens hashed with its adapter's salt)", ev.LoraName, i, blk.TokensHash, want[i])
+					}
+				}
+			}
+		}
+		if byLora["sql"] != 2 || byLora[""] != 2 {
+			t.Fatalf("stored blocks by adapter %v, want 2 of sql's and 2 of the base model's", byLora)
+		}
+	})
+}

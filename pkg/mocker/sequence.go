@@ -46,8 +46,9 @@ type sequence struct {
 	// of tokens, kept across preemption (tokens only grow).
 	local []uint64
 	seqh  []uint64
-	// hashSeed is the seed of the local hashes: LoraHashSeed of the
-	// request's adapter (kvblock.Seed for the base model).
+	// lora is the request's LoRA adapter ("" for the base model), and
+	// hashSeed the seed of the local hashes: LoraHashSeed(lora).
+	lora     string
 	hashSeed uint64
 
 	blocks    []blockID // allocated blocks; nil when not allocated
