@@ -3,8 +3,10 @@ package mocker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/zeebo/xxh3"
@@ -82,15 +84,11 @@ func (e *Engine) UnloadLora(_ context.Context, name string) error {
 	return nil
 }
 
-// Loras returns the names of the adapters loaded now.
+// Loras returns the names of the adapters loaded now, sorted.
 func (e *Engine) Loras() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make([]string, 0, len(e.loras))
-	for n := range e.loras {
-		out = append(out, n)
-	}
-	return out
+	return slices.Sorted(maps.Keys(e.loras))
 }
 
 // loraName is the adapter a request asks for; "" for the base model.

@@ -210,17 +210,19 @@ var ErrStartFailed = errors.New("worker: engine start failed")
 //  1. give a backend.KVEventSource its event publisher;
 //  2. Start the engine (on failure: Cleanup, return ErrStartFailed);
 //  3. let a backend.MetricsSource register its metrics;
-//  4. serve the model files on the files endpoint (modelcard.FilesEndpoint)
-//     and publish the model card (v1/mdc/..., bound to the lease), which
-//     names them by checksum; with preprocessing "engine"
-//     (Config.Processing), serve the engine's chat tokenization on
-//     backend.TokenizeEndpoint;
-//  5. serve the endpoint: each request is decoded, handed to Generate,
+//  4. serve the model files on the files endpoint (modelcard.FilesEndpoint);
+//     with preprocessing "engine" (Config.Processing), serve the engine's
+//     chat tokenization on backend.TokenizeEndpoint;
+//  5. load Config.Loras, publishing each adapter's card (a failure ends
+//     Run), serve the lora endpoint (modelcard.LoraEndpoint), then publish
+//     the model card (v1/mdc/..., bound to the lease), which names the
+//     files by checksum;
+//  6. serve the endpoint: each request is decoded, handed to Generate,
 //     and its outputs streamed back; a stopped or killed request is
 //     reported to a backend.Aborter once; with Config.Canary enabled, an
 //     idle endpoint's engine gets canary requests, and the endpoint is out
 //     of discovery while it fails them;
-//  6. when ctx ends: remove the card; the runtime unregisters the
+//  7. when ctx ends: remove the cards; the runtime unregisters the
 //     instance, keeps taking requests for the grace period, refuses new
 //     ones and drains in-flight ones; then Cleanup, once.
 //
