@@ -227,10 +227,11 @@ func (l *loras) finishUnload(ctx context.Context, a *adapter) error {
 }
 
 // drop forgets an adapter whose load failed, unloading it from the
-// engine if it got there.
+// engine if it got there (once requests left on it by an earlier unload
+// ended).
 func (l *loras) drop(a *adapter) {
 	l.mu.Lock()
-	for a.state == adapterLoading || a.state == adapterUnloading {
+	for a.inflight > 0 || a.state == adapterLoading || a.state == adapterUnloading {
 		_ = l.wait(context.Background())
 	}
 	delete(l.adapters, a.name)
@@ -309,6 +310,9 @@ func (l *loras) activate(ctx context.Context, a *adapter) error {
 		}
 	}()
 	for {
+		if l.adapters[a.name] != a {
+			return notLoaded(a.name) // unloaded while this waited
+		}
 		switch a.state {
 		case adapterActive:
 			return nil
@@ -440,17 +444,17 @@ func (l *loras) changedLocked() {
 }
 
 // withdrawAll removes every adapter's card (at shutdown, or when the
-// start fails); the engine's Cleanup drops the adapters themselves.
+// start fails); the adapters keep serving the requests that still come
+// during the shutdown's grace period, and the engine's Cleanup drops
+// them.
 func (l *loras) withdrawAll(ctx context.Context) {
 	l.mu.Lock()
 	var keys []string
 	for _, a := range l.adapters {
 		if a.registered {
-			a.registered = false
 			keys = append(keys, a.key)
 		}
 	}
-	l.changedLocked()
 	l.mu.Unlock()
 	for _, k := range keys {
 		if err := l.host.withdrawLora(ctx, k); err != nil && !errors.Is(err, context.Canceled) {

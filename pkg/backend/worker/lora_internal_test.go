@@ -277,3 +277,35 @@ func TestLoadFailuresLeaveNothing(t *testing.T) {
 		t.Fatalf("engine log %v, want %v", eng.log, want)
 	}
 }
+
+// A request waiting for a slot for an adapter that is unloaded meanwhile
+// is refused, and the adapter does not reach the engine.
+func TestUnloadWhileARequestWaitsForASlot(t *testing.T) {
+	l, eng, _, _ := newTestLoras(t, 1)
+	for _, name := range []string{"a", "b"} {
+		if err := l.load(t.Context(), name, "/"+name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	endB := serve(t, l, eng, "b")
+	waited := make(chan error, 1)
+	go func() {
+		release, err := l.acquire(context.Background(), "a")
+		if err == nil {
+			release()
+		}
+		waited <- err
+	}()
+	testenv.WaitFor(t, 5*time.Second, "the request for a to drain b", func() bool { return l.draining("b") })
+	if err := l.unload(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	endB()
+	if err := <-waited; !errors.Is(err, backend.ErrInvalidArgument) {
+		t.Fatalf("the waiting request: %v, want it refused", err)
+	}
+	if eng.isLoaded("a") || !eng.isLoaded("b") || l.draining("b") {
+		t.Fatalf("engine %v, b draining %v; want b alone, serving again", eng.loaded, l.draining("b"))
+	}
+	serve(t, l, eng, "b")()
+}

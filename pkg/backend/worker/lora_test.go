@@ -309,6 +309,14 @@ func TestLorasAtStart(t *testing.T) {
 	if want := []string{"law", "scripted-model", "sql"}; !slices.Equal(names, want) {
 		t.Fatalf("cards %v, want %v", names, want)
 	}
+	// A clean shutdown removes the adapters' cards at once, with the base
+	// card (the lease is still alive).
+	h.stopWorker()
+	testenv.WaitFor(t, 2*time.Second, "the cards to leave at shutdown", func() bool { return len(cards(t, h)) == 0 })
+	if err := <-h.runErr; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	h.runErr <- nil // for the cleanup
 
 	mem := startRuntime(t, discovery.NewMemSpace())
 	err := worker.Run(t.Context(), mem, newLoraScripted(), worker.Config{Endpoint: testEP, ModelPath: demoModel,
