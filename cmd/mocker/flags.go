@@ -45,6 +45,7 @@ type mockerFlags struct {
 	kvBytesPerToken     *int
 	kvCacheDType        *string
 	cannedResponses     *string
+	loraLoadTime        *float64
 
 	// canned are the entries of the --canned-responses file (config
 	// reads it).
@@ -102,6 +103,7 @@ func registerMocker(s *envflag.Set) *mockerFlags {
 		cannedResponses: s.String("canned-responses", "", "JSON file of scripted answers for testing the frontend's parsers: a list of {\"prompt_contains\": \"...\", \"text\": \"...\"} "+
 			"(or \"texts\": one per choice index, the last repeated); a request whose prompt (decoded, special tokens kept) contains prompt_contains gets the first such entry's text, "+
 			"encoded with the model's tokenizer (special tokens written in it become their ids), cut by max_tokens; requests with guided JSON or choice get an instance of the schema or the first choice", envName("canned-responses")),
+		loraLoadTime: floatFlag("lora-load-time", d.LoraLoadTime.Seconds(), "seconds a LoRA adapter takes to load (divided by --speedup-ratio); the adapter's directory must hold adapter_config.json"),
 		embeddingDim: intFlag("embedding-dim", 0, "serve an embedding model instead of a chat and completions one: /v1/embeddings answers with deterministic unit vectors of this many dimensions (0 = off)"),
 
 		serveVLLM: boolFlag("serve-vllm-api", false, "serve one engine with vLLM's OpenAI-compatible HTTP API (token ids in and out) and KV event stream instead of registering as a Dynamo worker: "+
@@ -217,6 +219,7 @@ func (m *mockerFlags) config() (mocker.Config, string, error) {
 	c.KVTransferBandwidth = *m.kvTransferBandwidth
 	c.KVBytesPerToken = *m.kvBytesPerToken
 	c.EmbeddingDim = *m.embeddingDim
+	c.LoraLoadTime = time.Duration(*m.loraLoadTime * float64(time.Second))
 	errs := []error{m.set.Err()}
 	if *m.numWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--num-workers %d: want at least 1", *m.numWorkers))
@@ -246,6 +249,9 @@ func (m *mockerFlags) config() (mocker.Config, string, error) {
 		if m.canned, err = modeldir.ReadCanned(p); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.LoraLoadTime < 0 {
+		errs = append(errs, fmt.Errorf("--lora-load-time %v must not be negative", *m.loraLoadTime))
 	}
 	if c.EmbeddingDim < 0 {
 		errs = append(errs, fmt.Errorf("--embedding-dim %d: want a number of dimensions, or 0 for none", c.EmbeddingDim))

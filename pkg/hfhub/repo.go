@@ -68,18 +68,16 @@ func (r repo) cachedCommit(revision string) (string, error) {
 	return commit, nil
 }
 
-// complete reports whether the snapshot of commit has every file of Files,
-// either present or marked absent, and has tokenizer.json.
-func (r repo) complete(commit string) bool {
-	for _, f := range Files {
-		if exists(filepath.Join(r.snapshot(commit), f)) {
-			continue
-		}
-		if f == requiredFile || !exists(r.noExist(commit, f)) {
+// complete reports whether the snapshot of commit has every file of set,
+// either present or marked absent, and has the files set requires.
+func (r repo) complete(commit string, set fileSet) bool {
+	has := func(f string) bool { return exists(filepath.Join(r.snapshot(commit), f)) }
+	for _, f := range set.files {
+		if !has(f) && !exists(r.noExist(commit, f)) {
 			return false
 		}
 	}
-	return true
+	return set.missing(has) == ""
 }
 
 func exists(path string) bool {

@@ -38,6 +38,32 @@ func Resolve(ctx context.Context, cfg Config, modelPath string) (string, error) 
 	if !IsHubID(modelPath) {
 		return "", fmt.Errorf("%w: %q is neither an existing directory nor a Hugging Face hub id (org/name)", ErrInvalidPath, modelPath)
 	}
+	return resolveRepo(ctx, cfg, modelPath, modelFiles)
+}
+
+// fileSet is what one kind of repository needs from the hub: the files
+// to download (those it lacks are marked absent) and the check that what
+// the hub has suffices.
+type fileSet struct {
+	kind  string   // "model", "LoRA adapter": for messages
+	files []string // in download order
+	// missing names what the repo lacks of the required files ("" when
+	// nothing); has reports whether the repo (on the hub, or in the
+	// cache) has a file.
+	missing func(has func(file string) bool) string
+}
+
+// modelFiles are a model's files: Files, tokenizer.json required.
+var modelFiles = fileSet{kind: "model", files: Files, missing: func(has func(string) bool) string {
+	if has(requiredFile) {
+		return ""
+	}
+	return requiredFile + "; a Hugging Face fast tokenizer is required"
+}}
+
+// resolveRepo resolves hub repository id to a snapshot directory with the
+// files of set, from the cache or downloaded.
+func resolveRepo(ctx context.Context, cfg Config, id string, set fileSet) (string, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return "", err
@@ -45,23 +71,23 @@ func Resolve(ctx context.Context, cfg Config, modelPath string) (string, error) 
 	if strings.Contains(cfg.Revision, "..") || strings.HasPrefix(cfg.Revision, "/") {
 		return "", fmt.Errorf("%w: revision %q", ErrInvalidPath, cfg.Revision)
 	}
-	r := newRepo(cfg.HubCache, modelPath)
-	log := cfg.Logger.With("model", modelPath, "revision", cfg.Revision)
+	r := newRepo(cfg.HubCache, id)
+	log := cfg.Logger.With("model", id, "revision", cfg.Revision)
 
-	if commit, err := r.cachedCommit(cfg.Revision); err == nil && r.complete(commit) {
+	if commit, err := r.cachedCommit(cfg.Revision); err == nil && r.complete(commit, set) {
 		log.Debug("hfhub: using cached snapshot", "commit", commit)
 		return r.snapshot(commit), nil
 	}
 	if cfg.Offline {
 		return "", fmt.Errorf("%w: model %s revision %s is not (completely) in %s and HF_HUB_OFFLINE is set; download it once online",
-			ErrNotCached, modelPath, cfg.Revision, cfg.HubCache)
+			ErrNotCached, id, cfg.Revision, cfg.HubCache)
 	}
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
 
 	c := client{cfg: cfg}
-	info, err := c.info(ctx, modelPath, cfg.Revision)
+	info, err := c.info(ctx, id, cfg.Revision)
 	if err != nil {
 		return "", err
 	}
@@ -71,11 +97,10 @@ func Resolve(ctx context.Context, cfg Config, modelPath string) (string, error) 
 	for _, s := range info.Siblings {
 		onHub[s.RFilename] = true
 	}
-	if !onHub[requiredFile] {
-		return "", fmt.Errorf("%w: model %s at %s (%s) has no %s; a Hugging Face fast tokenizer is required",
-			ErrNotFound, modelPath, cfg.Revision, commit, requiredFile)
+	if what := set.missing(func(f string) bool { return onHub[f] }); what != "" {
+		return "", fmt.Errorf("%w: %s %s at %s (%s) has no %s", ErrNotFound, set.kind, id, cfg.Revision, commit, what)
 	}
-	for _, f := range Files {
+	for _, f := range set.files {
 		if !onHub[f] {
 			if err := r.markAbsent(commit, f); err != nil {
 				return "", err
@@ -84,14 +109,14 @@ func Resolve(ctx context.Context, cfg Config, modelPath string) (string, error) 
 		}
 		dst := filepath.Join(r.snapshot(commit), f)
 		if exists(dst) {
-			fmt.Fprintf(cfg.Progress, "%s: %s cached\n", modelPath, f)
+			fmt.Fprintf(cfg.Progress, "%s: %s cached\n", id, f)
 			continue
 		}
 		n, err := fetch(ctx, c, r, commit, f)
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(cfg.Progress, "%s: %s %s\n", modelPath, f, humanSize(n))
+		fmt.Fprintf(cfg.Progress, "%s: %s %s\n", id, f, humanSize(n))
 		log.Debug("hfhub: downloaded", "file", f, "bytes", n)
 	}
 	if cfg.Revision != commit {

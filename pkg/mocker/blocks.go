@@ -40,6 +40,7 @@ type blockManager struct {
 	// KVBatchPublisher; 0: no token ids are kept.
 	blockSize int
 	outTokens [][]uint32
+	outLoras  []string // each stored event's LoRA adapter, parallel to outTokens
 }
 
 func newBlockManager(capacity int, rank uint32, events bool) *blockManager {
@@ -79,6 +80,12 @@ func (m *blockManager) cached(hash uint64) bool {
 // (nil at the start of blocks). If no room can be made, use releases what
 // it acquired and returns false.
 func (m *blockManager) use(blocks []blockID, local []uint64, tokens []uint32) bool {
+	return m.useFor(blocks, local, tokens, "")
+}
+
+// useFor is use for the blocks of a request for LoRA adapter lora ("" for
+// the base model), which their stored events name.
+func (m *blockManager) useFor(blocks []blockID, local []uint64, tokens []uint32, lora string) bool {
 	runStart := -1
 	flush := func(end int) {
 		if runStart < 0 {
@@ -93,7 +100,7 @@ func (m *blockManager) use(blocks []blockID, local []uint64, tokens []uint32) bo
 		for j := runStart; j < end; j++ {
 			stored = append(stored, kvblock.StoredBlock{BlockHash: blocks[j].hash, TokensHash: local[j]})
 		}
-		m.emitTokens(kvblock.Stored(parent, stored...), m.blockTokens(tokens, runStart, end))
+		m.emitTokens(kvblock.Stored(parent, stored...), m.blockTokens(tokens, runStart, end), lora)
 		runStart = -1
 	}
 	for i, b := range blocks {
@@ -175,13 +182,18 @@ func (m *blockManager) deref(blocks []blockID) {
 // otherwise the block is stored with the given parent and local hash.
 // tokens are the block's ids (may be nil).
 func (m *blockManager) promote(from blockID, to uint64, parent *uint64, local uint64, tokens []uint32) {
+	m.promoteFor(from, to, parent, local, tokens, "")
+}
+
+// promoteFor is promote for a block of a request for LoRA adapter lora.
+func (m *blockManager) promoteFor(from blockID, to uint64, parent *uint64, local uint64, tokens []uint32, lora string) {
 	delete(m.active, from)
 	full := blockID{hash: to}
 	if m.acquireExisting(full) {
 		return
 	}
 	m.active[full] = 1
-	m.emitTokens(kvblock.Stored(parent, kvblock.StoredBlock{BlockHash: to, TokensHash: local}), m.blockTokens(tokens, 0, 1))
+	m.emitTokens(kvblock.Stored(parent, kvblock.StoredBlock{BlockHash: to, TokensHash: local}), m.blockTokens(tokens, 0, 1), lora)
 }
 
 // blockTokens returns a copy of the ids of blocks [from, to) of tokens,
@@ -195,32 +207,34 @@ func (m *blockManager) blockTokens(tokens []uint32, from, to int) []uint32 {
 }
 
 // emit records an event with the next id.
-func (m *blockManager) emit(data kvblock.EventData) { m.emitTokens(data, nil) }
+func (m *blockManager) emit(data kvblock.EventData) { m.emitTokens(data, nil, "") }
 
 // emitTokens records an event with the next id and, when the manager
-// keeps token ids, its blocks' ids (nil for all but stored events).
-func (m *blockManager) emitTokens(data kvblock.EventData, tokens []uint32) {
+// keeps token ids, its blocks' ids (nil for all but stored events) and
+// their LoRA adapter.
+func (m *blockManager) emitTokens(data kvblock.EventData, tokens []uint32, lora string) {
 	if !m.events {
 		return
 	}
 	m.outbox = append(m.outbox, kvblock.KVCacheEvent{EventID: m.nextEventID, Data: data, DPRank: m.rank})
 	if m.blockSize > 0 {
 		m.outTokens = append(m.outTokens, tokens)
+		m.outLoras = append(m.outLoras, lora)
 	}
 	m.nextEventID++
 }
 
 // takeEvents returns and clears the recorded events.
 func (m *blockManager) takeEvents() []kvblock.KVCacheEvent {
-	events, _ := m.takeBatch()
+	events, _, _ := m.takeBatch()
 	return events
 }
 
 // takeBatch returns and clears the recorded events and, when the manager
-// keeps token ids, the ids of each event's blocks (parallel to events;
-// nil otherwise).
-func (m *blockManager) takeBatch() ([]kvblock.KVCacheEvent, [][]uint32) {
-	events, tokens := m.outbox, m.outTokens
-	m.outbox, m.outTokens = nil, nil
-	return events, tokens
+// keeps token ids, the ids of each event's blocks and their LoRA adapter
+// (parallel to events; nil otherwise).
+func (m *blockManager) takeBatch() ([]kvblock.KVCacheEvent, [][]uint32, []string) {
+	events, tokens, loras := m.outbox, m.outTokens, m.outLoras
+	m.outbox, m.outTokens, m.outLoras = nil, nil, nil
+	return events, tokens, loras
 }

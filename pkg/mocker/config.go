@@ -115,6 +115,11 @@ type Config struct {
 	// refused.
 	EmbeddingDim int
 
+	// LoraLoadTime (--lora-load-time) is the simulated time LoadLora
+	// takes to load a LoRA adapter, divided by SpeedupRatio. Zero: none;
+	// default 50 ms.
+	LoraLoadTime time.Duration
+
 	// Logger receives the engine's few log lines. Zero: discarded.
 	Logger *slog.Logger
 }
@@ -142,6 +147,7 @@ func DefaultConfig() Config {
 		DPSize:               1,
 		DisaggregationMode:   ModeAggregated,
 		KVTransferBandwidth:  64,
+		LoraLoadTime:         50 * time.Millisecond,
 	}
 }
 
@@ -203,6 +209,9 @@ func (c Config) Validate() error {
 	}
 	if c.StartupTime < 0 {
 		bad("startup_time must not be negative, got %v", c.StartupTime)
+	}
+	if c.LoraLoadTime < 0 {
+		bad("lora_load_time must not be negative, got %v", c.LoraLoadTime)
 	}
 	if c.ExitAfterTokens < 0 || c.DropAfterTokens < 0 || c.StallAfterTokens < 0 {
 		bad("fault injection counts must not be negative")

@@ -30,6 +30,16 @@
 // given ids, with the usual timing (cmd/mocker's --canned-responses, and
 // the guided decoding a request asks for: SchemaInstance, GuidedText).
 //
+// LoRA adapters (backend.LoraEngine, lora.go): LoadLora takes
+// Config.LoraLoadTime (divided by SpeedupRatio) and wants a directory
+// with LoraConfigFile; a request whose Routing.LoraName names a loaded
+// adapter draws its tokens with LoraSeed (each adapter answers its own
+// way; the base model's answers are unchanged) and hashes its blocks with
+// LoraHashSeed (kvblock.SaltedSeed of the adapter), in the cache and in
+// the KV events (KVEvent.LoraName names the adapter for a batch
+// publisher), so no prefix is shared across adapters. A request for an
+// adapter not loaded is refused.
+//
 // Fault injection (Config.ExitAfterTokens, DropAfterTokens,
 // StallAfterTokens) simulates crashing, disconnecting and hanging workers.
 //

@@ -15,7 +15,8 @@ import (
 var ErrAlreadyStarted = errors.New("mocker: already started")
 
 // Engine is the simulated engine. It implements backend.Engine,
-// backend.KVEventSource, backend.Aborter and backend.Quiescer.
+// backend.KVEventSource, backend.Aborter, backend.Quiescer and
+// backend.LoraEngine.
 type Engine struct {
 	cfg   Config
 	ranks []*rank
@@ -33,7 +34,9 @@ type Engine struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	requests map[string]*inflightReq
-	boot     *bootstrapServer // a prefill engine's, when Config.BootstrapAddr is set
+	boot     *bootstrapServer  // a prefill engine's, when Config.BootstrapAddr is set
+	loras    map[string]string // loaded LoRA adapters: name -> path
+	loading  map[string]bool   // LoRA adapters being loaded
 }
 
 // inflightReq is a Generate call known to the engine, for Abort.
@@ -56,7 +59,8 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	e := &Engine{cfg: cfg, done: make(chan struct{}), requests: make(map[string]*inflightReq)}
+	e := &Engine{cfg: cfg, done: make(chan struct{}), requests: make(map[string]*inflightReq),
+		loras: map[string]string{}, loading: map[string]bool{}}
 	for i := range cfg.DPSize {
 		e.ranks = append(e.ranks, newRank(i, &e.cfg))
 	}

@@ -47,6 +47,9 @@ func (e *Engine) Generate(ctx context.Context, req *backend.Request, emit func(*
 	if err != nil {
 		return err
 	}
+	if err := e.checkLora(req); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	running := e.running
 	e.mu.Unlock()
@@ -341,11 +344,13 @@ func (e *Engine) newChoice(req *backend.Request, maxTokens, i int, out *stream) 
 		determ:    e.cfg.Deterministic,
 		vocab:     e.cfg.OutputTokens,
 		choice:    i,
+		lora:      loraName(req),
+		hashSeed:  LoraHashSeed(loraName(req)),
 	}
 	if req.SamplingOptions.Seed != nil {
 		s.seed = *req.SamplingOptions.Seed
 	}
-	s.seed = ChoiceSeed(s.seed, i)
+	s.seed = ChoiceSeed(LoraSeed(s.seed, loraName(req)), i)
 	if e.cfg.Script != nil {
 		if ids, ok := e.cfg.Script(req, i); ok {
 			s.script, s.scripted = ids, true

@@ -20,10 +20,10 @@ func (r *rank) run(ctx context.Context, pub backend.EventPublisher, workerID uin
 	for {
 		r.mu.Lock()
 		if !r.hasWork() {
-			events, tokens := r.kv.takeBatch()
+			events, tokens, loras := r.kv.takeBatch()
 			load, changed := r.loadMetrics()
 			r.mu.Unlock()
-			r.publish(ctx, pub, workerID, events, tokens, load, changed)
+			r.publish(ctx, pub, workerID, events, tokens, loras, load, changed)
 			select {
 			case <-r.wake:
 				continue
@@ -37,11 +37,11 @@ func (r *rank) run(ctx context.Context, pub backend.EventPublisher, workerID uin
 			d = minPass
 		}
 		outputs := r.takeOutputs()
-		events, tokens := r.kv.takeBatch()
+		events, tokens, loras := r.kv.takeBatch()
 		load, changed := r.loadMetrics()
 		r.mu.Unlock()
 
-		r.publish(ctx, pub, workerID, events, tokens, load, changed)
+		r.publish(ctx, pub, workerID, events, tokens, loras, load, changed)
 		t := time.NewTimer(time.Until(start.Add(scale(d, r.cfg.SpeedupRatio))))
 		select {
 		case <-t.C:
@@ -55,10 +55,11 @@ func (r *rank) run(ctx context.Context, pub backend.EventPublisher, workerID uin
 
 // publish sends a pass's KV events, in id order, and its load if it
 // changed. A KVBatchPublisher gets the pass's events as one batch, with
-// the token ids of stored blocks (tokens, parallel to events). Failures
+// the token ids of stored blocks and their LoRA adapter (tokens and
+// loras, parallel to events). Failures
 // are logged and otherwise ignored: the router recovers from gaps.
 func (r *rank) publish(ctx context.Context, pub backend.EventPublisher, workerID uint64,
-	events []kvblock.KVCacheEvent, tokens [][]uint32, load kvblock.ForwardPassMetrics, changed bool) {
+	events []kvblock.KVCacheEvent, tokens [][]uint32, loras []string, load kvblock.ForwardPassMetrics, changed bool) {
 	if pub == nil {
 		return
 	}
@@ -69,6 +70,9 @@ func (r *rank) publish(ctx context.Context, pub backend.EventPublisher, workerID
 				batch[i] = KVEvent{RouterEvent: kvblock.RouterEvent{WorkerID: workerID, Event: ev}}
 				if i < len(tokens) {
 					batch[i].Tokens = tokens[i]
+				}
+				if i < len(loras) {
+					batch[i].LoraName = loras[i]
 				}
 			}
 			if err := bp.PublishKVBatch(ctx, r.idx, batch); err != nil {
@@ -123,6 +127,11 @@ type KVEvent struct {
 	// Tokens are the token ids of a stored event's blocks, in order,
 	// Config.BlockSize per block; nil for removed and cleared events.
 	Tokens []uint32
+	// LoraName is the LoRA adapter of a stored event's blocks ("" for the
+	// base model; vLLM's lora_name): their TokensHash are salted with
+	// kvblock.SaltedSeed(LoraName, ""), as a subscriber hashing Tokens
+	// must do too.
+	LoraName string
 }
 
 // KVBatchPublisher is an EventPublisher that takes a rank's KV events one

@@ -157,7 +157,7 @@ func (r *rank) allocate(s *sequence) bool {
 	if len(s.tokens)%bs != 0 {
 		blocks = append(blocks, r.unique())
 	}
-	if !r.kv.use(blocks, s.local, s.tokens) {
+	if !r.kv.useFor(blocks, s.local, s.tokens, s.lora) {
 		return false
 	}
 	s.blocks = blocks
@@ -239,7 +239,7 @@ func (r *rank) appendToken(s *sequence) bool {
 			parent = &p
 		}
 		last := len(s.blocks) - 1
-		r.kv.promote(s.blocks[last], s.seqh[n-1], parent, s.local[n-1], s.tokens[(n-1)*bs:n*bs])
+		r.kv.promoteFor(s.blocks[last], s.seqh[n-1], parent, s.local[n-1], s.tokens[(n-1)*bs:n*bs], s.lora)
 		s.blocks[last] = blockID{hash: s.seqh[n-1]}
 	}
 	r.outputs = append(r.outputs, delivery{out: s.out, tok: tok})

@@ -46,6 +46,10 @@ type sequence struct {
 	// of tokens, kept across preemption (tokens only grow).
 	local []uint64
 	seqh  []uint64
+	// lora is the request's LoRA adapter ("" for the base model), and
+	// hashSeed the seed of the local hashes: LoraHashSeed(lora).
+	lora     string
+	hashSeed uint64
 
 	blocks    []blockID // allocated blocks; nil when not allocated
 	newTokens int       // prompt tokens still to prefill
@@ -62,7 +66,7 @@ type sequence struct {
 // extendHashes hashes the full blocks of tokens not hashed yet.
 func (s *sequence) extendHashes(bs int) {
 	for n := len(s.local); (n+1)*bs <= len(s.tokens); n++ {
-		local := kvblock.LocalBlockHash(s.tokens[n*bs : (n+1)*bs])
+		local := kvblock.LocalBlockHashSeed(s.tokens[n*bs:(n+1)*bs], s.hashSeed)
 		h := local
 		if n > 0 {
 			h = kvblock.SeqHash(s.seqh[n-1], local)

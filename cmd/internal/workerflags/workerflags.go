@@ -46,6 +46,9 @@ type Flags struct {
 	chatTemplate   *string
 	toolParser     *string
 	reasonParser   *string
+	loraAdapters   *string
+	maxLoras       *int
+	envErrs        []error // variables that do not parse
 }
 
 // Register adds the worker flags and the runtime flags to fs.
@@ -54,7 +57,7 @@ func Register(fs *flag.FlagSet, env func(string) string) *Flags {
 	if ns == "" {
 		ns = "dynamo"
 	}
-	return &Flags{
+	f := &Flags{
 		fs:             fs,
 		env:            env,
 		namespace:      ns,
@@ -70,7 +73,38 @@ func Register(fs *flag.FlagSet, env func(string) string) *Flags {
 		chatTemplate:   fs.String("custom-jinja-template", "", "Jinja chat template file that replaces the model's own"),
 		toolParser:     fs.String("dyn-tool-call-parser", "", "tool call parser the frontend applies to this model's output, published on the model card: "+strings.Join(toolcall.Names(), ", ")),
 		reasonParser:   fs.String("dyn-reasoning-parser", "", "reasoning parser the frontend applies to this model's output, published on the model card: "+strings.Join(reasoning.Names(), ", ")),
+		loraAdapters: fs.String("lora-adapters", env("DYN_LORA_ADAPTERS"), "LoRA adapters to load at start, name=source,...: a source is file:///ABS/DIR, an absolute directory or hf://ORG/NAME[@REVISION]; "+
+			"each is published as a model of its own (a failure to load one is fatal) [env DYN_LORA_ADAPTERS]"),
 	}
+	maxLoras := 0
+	if v := env("DYN_MAX_LORAS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			f.envErrs = append(f.envErrs, fmt.Errorf("DYN_MAX_LORAS=%q: want an integer", v))
+		}
+		maxLoras = n
+	}
+	f.maxLoras = fs.Int("max-loras", maxLoras, "LoRA adapters active in the engine at once (0: no limit); a request for a held adapter beyond it is served after the least recently used idle one is unloaded (a swap) [env DYN_MAX_LORAS]")
+	return f
+}
+
+// ParseLoraAdapters reads --lora-adapters: name=source pairs,
+// comma-separated ("" for none).
+func ParseLoraAdapters(v string) ([]worker.LoraAdapter, error) {
+	var out []worker.LoraAdapter
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, source, ok := strings.Cut(item, "=")
+		name, source = strings.TrimSpace(name), strings.TrimSpace(source)
+		if !ok || name == "" || source == "" {
+			return nil, fmt.Errorf("--lora-adapters %q: %q is not name=source", v, item)
+		}
+		out = append(out, worker.LoraAdapter{Name: name, Source: source})
+	}
+	return out, nil
 }
 
 // EnvHelp lists the environment variables Configs reads, for --help.
@@ -91,7 +125,7 @@ Health checks (canary requests to an idle engine; a failing endpoint leaves rout
 // Configs returns the worker and runtime configuration; it reports every
 // bad value.
 func (f *Flags) Configs() (worker.Config, runtime.Config, error) {
-	var errs []error
+	errs := append([]error(nil), f.envErrs...)
 	rt, err := f.runtime.Config()
 	if err != nil {
 		errs = append(errs, err)
@@ -140,6 +174,10 @@ func (f *Flags) Configs() (worker.Config, runtime.Config, error) {
 		Hub:              hub,
 		Canary:           canary,
 	}
+	if w.Loras, err = ParseLoraAdapters(*f.loraAdapters); err != nil {
+		errs = append(errs, err)
+	}
+	w.MaxLoras = *f.maxLoras
 	f.SetMode(&w, mode)
 	if err := w.Validate(); err != nil {
 		errs = append(errs, err)

@@ -131,3 +131,57 @@ func TestOutputParsers(t *testing.T) {
 		}
 	}
 }
+
+func TestLoraFlags(t *testing.T) {
+	parse := func(env map[string]string, args ...string) (worker.Config, error) {
+		t.Helper()
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		f := Register(fs, func(k string) string { return env[k] })
+		if err := fs.Parse(append([]string{"--model-path", "org/model"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		w, _, err := f.Configs()
+		return w, err
+	}
+	w, err := parse(nil)
+	if err != nil || w.Loras != nil || w.MaxLoras != 0 {
+		t.Fatalf("defaults: loras %v, max %d, %v; want none and no limit", w.Loras, w.MaxLoras, err)
+	}
+	w, err = parse(nil, "--lora-adapters", " sql=file:///adapters/sql, chat=hf://acme/chat-lora@v2,law=/srv/law ", "--max-loras", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []worker.LoraAdapter{{Name: "sql", Source: "file:///adapters/sql"}, {Name: "chat", Source: "hf://acme/chat-lora@v2"}, {Name: "law", Source: "/srv/law"}}
+	if !slices.Equal(w.Loras, want) || w.MaxLoras != 2 {
+		t.Fatalf("loras %v, max %d; want %v, 2", w.Loras, w.MaxLoras, want)
+	}
+
+	// The variables, and a flag winning over its variable.
+	env := map[string]string{"DYN_LORA_ADAPTERS": "a=/x", "DYN_MAX_LORAS": "3"}
+	if w, err = parse(env); err != nil || !slices.Equal(w.Loras, []worker.LoraAdapter{{Name: "a", Source: "/x"}}) || w.MaxLoras != 3 {
+		t.Fatalf("from the environment: %v, %d, %v", w.Loras, w.MaxLoras, err)
+	}
+	if w, err = parse(env, "--max-loras", "1"); err != nil || w.MaxLoras != 1 {
+		t.Fatalf("--max-loras over DYN_MAX_LORAS: %d, %v", w.MaxLoras, err)
+	}
+
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{nil, []string{"--lora-adapters", "sql"}, `"sql" is not name=source`},
+		{nil, []string{"--lora-adapters", "=file:///a"}, "is not name=source"},
+		{nil, []string{"--lora-adapters", "a/b=file:///a"}, `LoRA adapter name "a/b"`},
+		{nil, []string{"--lora-adapters", "a=/x,a=/y"}, `"a" is given twice`},
+		{nil, []string{"--lora-adapters", "a=s3://bucket/a"}, "scheme s3 is not supported"},
+		{nil, []string{"--lora-adapters", "a=adapters/a"}, "a relative path"},
+		{nil, []string{"--lora-adapters", "a=hf://not-an-id"}, "not a hub repository id"},
+		{nil, []string{"--max-loras", "-1"}, "must not be negative"},
+		{map[string]string{"DYN_MAX_LORAS": "two"}, nil, "DYN_MAX_LORAS"},
+	} {
+		if _, err := parse(tc.env, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %v: err = %v, want it to say %q", tc.env, tc.args, err, tc.want)
+		}
+	}
+}

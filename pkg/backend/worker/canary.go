@@ -324,7 +324,7 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 		}
 	}
 	if err != nil {
-		return c, fmt.Errorf("worker: canary metrics: %w", err)
+		return c, fmt.Errorf("worker: metrics: %w", err)
 	}
 	return c, nil
 }

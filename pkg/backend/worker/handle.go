@@ -18,6 +18,13 @@ func (w *server) handle(rc *runtime.Context, payload []byte, emit func([]byte) e
 	if err := backend.DecodeRequest(payload, &req); err != nil {
 		return runtime.NewError(backend.TypeInvalidArgument, "worker: bad request: %v", err)
 	}
+	if req.Routing != nil && req.Routing.LoraName != nil && *req.Routing.LoraName != "" {
+		release, err := w.loras.acquire(rc, *req.Routing.LoraName)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	// The engine runs under its span, which ctx carries on top of rc
 	// (runtime.FromContext(ctx) is rc: its stop and kill hold).
 	ctx, es := w.startEngineSpan(rc, &req)

@@ -74,8 +74,20 @@ type Config struct {
 	// ValidateStreams wraps every engine stream in backend.ValidateStream (tests,
 	// debug builds): a contract violation fails the request loudly.
 	ValidateStreams bool
-	// Hub resolves ModelPath (HF_HOME, HF_TOKEN, ...).
+	// Hub resolves ModelPath and hf:// adapter sources (HF_HOME,
+	// HF_TOKEN, ...).
 	Hub hfhub.Config
+	// Loras are LoRA adapters to load at start (--lora-adapters), once
+	// the engine has started and before the model card is published; a
+	// failure ends Run with the reason. More are loaded at run time
+	// through the lora endpoint (modelcard.LoraEndpoint). The engine must
+	// be a backend.LoraEngine.
+	Loras []LoraAdapter
+	// MaxLoras (--max-loras) bounds the adapters active in the engine at
+	// once; the worker may hold more, and a request for a held adapter
+	// that is not active first unloads the least recently used one with
+	// no request in flight (a swap). Zero: no limit.
+	MaxLoras int
 	// Canary configures the endpoint's health checks (off by default).
 	Canary CanaryConfig
 	// Logger receives the worker's log lines (nil: discard).
@@ -167,6 +179,22 @@ func (c Config) Validate() error {
 	if err := c.Processing.Validate(); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
+	if c.MaxLoras < 0 {
+		return fmt.Errorf("worker: max LoRAs %d must not be negative (0: no limit)", c.MaxLoras)
+	}
+	seen := map[string]bool{}
+	for _, a := range c.Loras {
+		if !modelcard.ValidLoraName(a.Name) {
+			return fmt.Errorf("worker: LoRA adapter name %q: want 1 to 128 bytes without '/' or white space", a.Name)
+		}
+		if seen[a.Name] {
+			return fmt.Errorf("worker: LoRA adapter %q is given twice", a.Name)
+		}
+		seen[a.Name] = true
+		if err := ParseLoraSource(a.Source); err != nil {
+			return fmt.Errorf("worker: LoRA adapter %q: %w", a.Name, err)
+		}
+	}
 	if c.Endpoint != (runtime.EndpointID{}) {
 		return c.Endpoint.Validate()
 	}
@@ -182,17 +210,19 @@ var ErrStartFailed = errors.New("worker: engine start failed")
 //  1. give a backend.KVEventSource its event publisher;
 //  2. Start the engine (on failure: Cleanup, return ErrStartFailed);
 //  3. let a backend.MetricsSource register its metrics;
-//  4. serve the model files on the files endpoint (modelcard.FilesEndpoint)
-//     and publish the model card (v1/mdc/..., bound to the lease), which
-//     names them by checksum; with preprocessing "engine"
-//     (Config.Processing), serve the engine's chat tokenization on
-//     backend.TokenizeEndpoint;
-//  5. serve the endpoint: each request is decoded, handed to Generate,
+//  4. serve the model files on the files endpoint (modelcard.FilesEndpoint);
+//     with preprocessing "engine" (Config.Processing), serve the engine's
+//     chat tokenization on backend.TokenizeEndpoint;
+//  5. load Config.Loras, publishing each adapter's card (a failure ends
+//     Run), serve the lora endpoint (modelcard.LoraEndpoint), then publish
+//     the model card (v1/mdc/..., bound to the lease), which names the
+//     files by checksum;
+//  6. serve the endpoint: each request is decoded, handed to Generate,
 //     and its outputs streamed back; a stopped or killed request is
 //     reported to a backend.Aborter once; with Config.Canary enabled, an
 //     idle endpoint's engine gets canary requests, and the endpoint is out
 //     of discovery while it fails them;
-//  6. when ctx ends: remove the card; the runtime unregisters the
+//  7. when ctx ends: remove the cards; the runtime unregisters the
 //     instance, keeps taking requests for the grace period, refuses new
 //     ones and drains in-flight ones; then Cleanup, once.
 //
@@ -215,6 +245,7 @@ type server struct {
 	log    *slog.Logger
 	tracer trace.Tracer
 	canary *canary // nil unless Config.Canary.Enabled or the engine is a backend.HealthProber
+	loras  *loras  // the LoRA adapters held
 }
 
 func (w *server) run(ctx context.Context) (err error) {
@@ -296,8 +327,27 @@ func (w *server) run(ctx context.Context) (err error) {
 		return err
 	}
 	defer stopTokenize()
+	lm, err := newLoraMetrics(w.rt.Registry(), w.cfg.Endpoint)
+	if err != nil {
+		return err
+	}
+	w.loras = newLoras(w.engine, w.cfg.MaxLoras, loraCards{w: w, base: card}, w.log, lm)
+	withdrawLoras := func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		w.loras.withdrawAll(dctx)
+	}
+	for _, a := range w.cfg.Loras {
+		if err := w.loras.load(ctx, a.Name, a.Source); err != nil {
+			withdrawLoras()
+			return fmt.Errorf("worker: --lora-adapters %s=%s: %w", a.Name, a.Source, err)
+		}
+	}
+	stopLoras := w.serveLoras(serveCtx)
+	defer stopLoras()
 	cardKey, err := w.publishCard(ctx, card)
 	if err != nil {
+		withdrawLoras()
 		return err
 	}
 	watcherDone := make(chan struct{})
@@ -309,9 +359,10 @@ func (w *server) run(ctx context.Context) (err error) {
 		case <-serveCtx.Done():
 			return
 		}
-		// Leave discovery first: the card, then (in Serve) the instance.
+		// Leave discovery first: the cards, then (in Serve) the instance.
 		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		w.loras.withdrawAll(dctx)
 		if err := w.rt.Store().Delete(dctx, cardKey); err != nil {
 			w.log.Warn("worker: removing the model card failed; it expires with the lease", "err", err)
 		}
