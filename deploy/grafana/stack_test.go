@@ -48,9 +48,10 @@ type stack struct {
 
 // startStack runs, in the test process, a mocker worker with health checks
 // on (as cmd/mocker's runWorker builds it, with a status server) and a
-// frontend routing with --router-mode kv (as cmd/frontend's serve builds
-// it: one registry with the Go and process collectors, the runtime's,
-// the frontend's, the model registry's with migration and KV routing),
+// frontend routing with --router-mode kv and session affinity on (as
+// cmd/frontend's serve builds it: one registry with the Go and process
+// collectors, the runtime's, the frontend's, the model registry's with
+// migration, KV routing and sessions),
 // both on in-process discovery; sends one streamed chat request through
 // them; and reads what both registries describe and what both /metrics
 // say. cmd/frontend and cmd/mocker are main packages, so their few lines
@@ -87,7 +88,7 @@ func startStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	models, err := pipeline.New(pipeline.Config{RouterMode: pipeline.RouterKV}, pipeline.Deps{Runtime: frt, Registry: freg, Metrics: met})
+	models, err := pipeline.New(pipeline.Config{RouterMode: pipeline.RouterKV, SessionAffinityTTL: time.Minute}, pipeline.Deps{Runtime: frt, Registry: freg, Metrics: met})
 	if err != nil {
 		t.Fatal(err)
 	}

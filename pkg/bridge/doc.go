@@ -33,7 +33,7 @@
 // idempotent.
 //
 // LoRA adapters (backend.LoraEngine; lora.go, llamacpp_lora.go,
-// docs/lora-engines.md): LoadLora and UnloadLora drive vLLM's POST
+// docs/lora.md, Engines): LoadLora and UnloadLora drive vLLM's POST
 // /v1/load_lora_adapter and /v1/unload_lora_adapter and SGLang's POST
 // /load_lora_adapter and /unload_lora_adapter; a request for an adapter
 // (Routing.LoraName) names it as vLLM's model or SGLang's lora_path.
