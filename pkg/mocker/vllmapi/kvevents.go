@@ -290,7 +290,7 @@ func seqBytes(seq int64) []byte {
 // smallest msgpack form, ts is a float64, block hashes are unsigned
 // integers (vLLM's default integer form of block hashes).
 //
-//	BlockStored:      block_hashes, parent_block_hash, token_ids, block_size, lora_id (nil), medium ("GPU"), lora_name (nil)
+//	BlockStored:      block_hashes, parent_block_hash, token_ids, block_size, lora_id (nil), medium ("GPU"), lora_name (the adapter's, or nil)
 //	BlockRemoved:     block_hashes, medium ("GPU")
 //	AllBlocksCleared: (no fields)
 func encodeBatch(encoding string, ts float64, events []mocker.KVEvent, blockSize, dpRank int) ([]byte, error) {
@@ -360,7 +360,13 @@ func (w *writer) event(encoding string, ev mocker.KVEvent, blockSize int) {
 			{"block_size", func() { w.do(w.enc.EncodeInt(int64(blockSize))) }},
 			{"lora_id", func() { w.do(w.enc.EncodeNil()) }},
 			{"medium", func() { w.do(w.enc.EncodeString(mediumGPU)) }},
-			{"lora_name", func() { w.do(w.enc.EncodeNil()) }},
+			{"lora_name", func() {
+				if ev.LoraName == "" {
+					w.do(w.enc.EncodeNil())
+				} else {
+					w.do(w.enc.EncodeString(ev.LoraName))
+				}
+			}},
 		}
 	case d.Removed != nil:
 		tag = "BlockRemoved"

@@ -372,3 +372,18 @@ func TestKVEventsPerRank(t *testing.T) {
 		t.Errorf("rank 2 of 2: status %d, want 400", resp.StatusCode)
 	}
 }
+
+// A block stored for a LoRA adapter's request names the adapter, as
+// vLLM's do, so that a subscriber salts its hashes with it.
+func TestEncodeNamesTheAdapter(t *testing.T) {
+	events := []mocker.KVEvent{{RouterEvent: kvblock.RouterEvent{Event: kvblock.KVCacheEvent{Data: kvblock.Stored(nil,
+		kvblock.StoredBlock{BlockHash: 7})}}, Tokens: []uint32{1, 2, 3, 4}, LoraName: "sql-expert"}}
+	b, err := encodeBatch(EncodingArray, 1, events, 4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{[]any{"BlockStored", hashes(7), nil, uints([]uint32{1, 2, 3, 4}), uint64(4), nil, "GPU", "sql-expert"}}
+	if diff := cmp.Diff(want, decodePayload(t, b)[1]); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
