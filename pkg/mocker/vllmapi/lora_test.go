@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,26 +19,36 @@ import (
 )
 
 // fakeLora is a backend.LoraEngine that records its calls; a path under
-// /missing does not exist.
+// /missing does not exist. With next (the mocker engine) it loads every
+// other adapter there, from dir (an adapter directory), so that the
+// engine serves it.
 type fakeLora struct {
 	mu    sync.Mutex
 	calls []string
+	next  backend.LoraEngine
+	dir   string
 }
 
-func (f *fakeLora) LoadLora(_ context.Context, name, path string) error {
+func (f *fakeLora) LoadLora(ctx context.Context, name, path string) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.calls = append(f.calls, "load "+name+" "+path)
+	f.mu.Unlock()
 	if strings.HasPrefix(path, "/missing") {
 		return fmt.Errorf("mocker: LoRA adapter %s: %w", path, fs.ErrNotExist)
+	}
+	if f.next != nil {
+		return f.next.LoadLora(ctx, name, f.dir)
 	}
 	return nil
 }
 
-func (f *fakeLora) UnloadLora(_ context.Context, name string) error {
+func (f *fakeLora) UnloadLora(ctx context.Context, name string) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.calls = append(f.calls, "unload "+name)
+	f.mu.Unlock()
+	if f.next != nil {
+		return f.next.UnloadLora(ctx, name)
+	}
 	return nil
 }
 
@@ -85,8 +97,11 @@ func modelIDs(t *testing.T, s *Server) []string {
 // LoraEngine, with vLLM's answers; a loaded adapter is a model of
 // /v1/models (with its parent) and is served by name.
 func TestLoraEndpoints(t *testing.T) {
-	fake := &fakeLora{}
-	s := testServerWith(t, nil, func(s *Server) { s.lora = fake })
+	fake := &fakeLora{dir: t.TempDir()}
+	if err := os.WriteFile(filepath.Join(fake.dir, "adapter_config.json"), []byte(`{"r": 8}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := testServerWith(t, nil, func(s *Server) { fake.next, s.lora = s.lora, fake })
 
 	resp, body := post(t, s, "/v1/load_lora_adapter", map[string]any{"lora_name": "sql", "lora_path": "/adapters/sql"})
 	if resp.StatusCode != 200 || string(body) != "Success: LoRA adapter 'sql' added successfully." {
