@@ -2,8 +2,6 @@ package testgguf
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 )
 
 // LoraOptions describe a LoRA adapter for a model Write writes. Zero
@@ -83,24 +81,5 @@ func WriteLora(path string, opts Options, lo LoraOptions) error {
 		{"adapter.type", "lora"},
 		{"adapter.lora.alpha", lo.Alpha},
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("testgguf: %w", err)
-	}
-	defer os.Remove(f.Name()) // fails harmlessly once renamed
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return fmt.Errorf("testgguf: %w", err)
-	}
-	err = writeGGUF(f, kvs, ts, newGauss(lo.Seed))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("testgguf: write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("testgguf: %w", err)
-	}
-	return nil
+	return writeFile(path, kvs, ts, newGauss(lo.Seed))
 }

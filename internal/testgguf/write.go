@@ -28,6 +28,13 @@ func Write(path string, opts Options) error {
 	if o.ChatTemplate != "" {
 		v.chatTemplate = o.ChatTemplate
 	}
+	return writeFile(path, metadata(o, v), tensors(o, len(v.tokens)), newGauss(o.Seed))
+}
+
+// writeFile writes a GGUF file at path: into a temporary file beside it,
+// renamed into place once complete, so that a reader never sees half of
+// one.
+func writeFile(path string, kvs []kv, ts []tensorInfo, g *gauss) error {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("testgguf: %w", err)
@@ -37,7 +44,7 @@ func Write(path string, opts Options) error {
 		f.Close()
 		return fmt.Errorf("testgguf: %w", err)
 	}
-	err = writeGGUF(f, metadata(o, v), tensors(o, len(v.tokens)), newGauss(o.Seed))
+	err = writeGGUF(f, kvs, ts, g)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
