@@ -162,7 +162,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, endpoint string,
 		return
 	}
 	c := req.target()
-	m := s.models.Lookup(c.model)
+	m := s.lookupModel(r.Context(), c.model)
 	if m == nil || !m.Serves(c.needs) {
 		lr.refuse(UnknownModel, c.stream, s.refuse(w, r, id, UnknownModel, endpoint, c.stream, s.modelNotFound(c.model, c.needs)))
 		return

@@ -21,6 +21,8 @@ import (
 type loraFleet interface {
 	LoadLora(ctx context.Context, base, name, source string, replicas int) ([]pipeline.LoraOutcome, error)
 	UnloadLora(ctx context.Context, name string) ([]pipeline.LoraOutcome, error)
+	RegisterLora(ctx context.Context, reg pipeline.LoraRegistration) error
+	EnsureLora(ctx context.Context, name string) bool
 	Adapters() []pipeline.Adapter
 }
 
@@ -32,7 +34,8 @@ type loraLoad struct {
 	// while one base model is served.
 	BaseModel string `json:"base_model"`
 	// Replicas is on how many of the base model's workers to load it (0:
-	// all of them).
+	// all of them). With replicas > 0 the adapter is also registered: a
+	// request for it loads it on as many workers when none holds it.
 	Replicas int `json:"replicas"`
 }
 
@@ -43,6 +46,7 @@ type loraObject struct {
 	BaseModel string       `json:"base_model,omitempty"`
 	Source    string       `json:"source,omitempty"`
 	Instances []uint64     `json:"instances"`
+	Replicas  int          `json:"replicas,omitempty"`
 	Failed    []loraFailed `json:"failed,omitempty"`
 	Deleted   bool         `json:"deleted,omitempty"`
 }
@@ -118,6 +122,14 @@ func (s *Service) handleLoadLora(w http.ResponseWriter, r *http.Request) {
 		o.Failed = append(o.Failed, loraFailed{InstanceID: x.InstanceID, Error: workerMessage(x.Err)})
 		refusedAll = refusedAll && isRefusedArgument(x.Err)
 	}
+	if len(o.Instances) > 0 && req.Replicas > 0 {
+		o.Replicas = req.Replicas
+		reg := pipeline.LoraRegistration{Name: req.Name, BaseModel: req.BaseModel, Source: req.Source, Replicas: req.Replicas}
+		if err := fleet.RegisterLora(r.Context(), reg); err != nil {
+			s.log.WarnContext(r.Context(), "frontend: LoRA adapter loaded but not registered for loading on demand", "lora_name", req.Name, "err", err)
+			o.Replicas = 0
+		}
+	}
 	switch {
 	case len(o.Instances) > 0:
 		s.log.InfoContext(r.Context(), "frontend: LoRA adapter loaded", "lora_name", req.Name, "base_model", req.BaseModel, "workers", len(o.Instances), "failed", len(o.Failed))
@@ -141,7 +153,7 @@ func (s *Service) handleListLoras(w http.ResponseWriter, _ *http.Request) {
 		Data   []loraObject `json:"data"`
 	}{Object: "list", Data: []loraObject{}}
 	for _, a := range fleet.Adapters() {
-		list.Data = append(list.Data, loraObject{Object: "lora", Name: a.Name, BaseModel: a.BaseModel, Source: a.Source, Instances: a.Instances})
+		list.Data = append(list.Data, loraObject{Object: "lora", Name: a.Name, BaseModel: a.BaseModel, Source: a.Source, Instances: a.Instances, Replicas: a.Replicas})
 	}
 	writeJSON(w, http.StatusOK, list)
 }
@@ -234,4 +246,17 @@ func failures(fs []loraFailed) string {
 		return "the base model has no worker"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// lookupModel returns the model served under name; a LoRA adapter
+// registered to load on demand that no live worker holds is loaded
+// first.
+func (s *Service) lookupModel(ctx context.Context, name string) ServedModel {
+	if m := s.models.Lookup(name); m != nil {
+		return m
+	}
+	if f, ok := s.models.(loraFleet); ok && f.EnsureLora(ctx, name) {
+		return s.models.Lookup(name)
+	}
+	return nil
 }

@@ -37,6 +37,9 @@ func (f *fakeFleet) UnloadLora(_ context.Context, name string) ([]pipeline.LoraO
 	return []pipeline.LoraOutcome{{InstanceID: 7}}, nil
 }
 
+func (f *fakeFleet) RegisterLora(context.Context, pipeline.LoraRegistration) error { return nil }
+func (f *fakeFleet) EnsureLora(context.Context, string) bool                       { return false }
+
 func (f *fakeFleet) Adapters() []pipeline.Adapter {
 	return []pipeline.Adapter{{Name: "known", BaseModel: "echo", Source: "/a", Instances: []uint64{7}}}
 }

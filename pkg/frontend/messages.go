@@ -118,7 +118,7 @@ func (s *Service) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 		refuse(err)
 		return
 	}
-	m := s.models.Lookup(req.Model)
+	m := s.lookupModel(r.Context(), req.Model)
 	if m == nil || !m.Serves(modelcard.ModelChat) {
 		refuse(s.modelNotFound(req.Model, modelcard.ModelChat))
 		return

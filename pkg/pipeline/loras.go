@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,11 +26,15 @@ var (
 // cards to reach this frontend through discovery.
 const loraWait = 10 * time.Second
 
-// Adapter is a LoRA adapter the fleet serves, as discovery shows it.
+// Adapter is a LoRA adapter the fleet serves, as discovery shows it, or
+// one registered to load on demand.
 type Adapter struct {
 	Name, BaseModel, Source string
 	// Instances are the workers that published it, sorted.
 	Instances []uint64
+	// Replicas is its registration's: how many workers a request loads
+	// it on when none holds it (0: not registered).
+	Replicas int
 }
 
 // LoraOutcome is one worker's answer to a load or an unload.
@@ -38,15 +43,58 @@ type LoraOutcome struct {
 	Err        error // nil: done
 }
 
-// Adapters returns the adapters of the served models, by name.
+// Adapters returns the adapters of the served models and those
+// registered, by name.
 func (r *Registry) Adapters() []Adapter {
 	var out []Adapter
+	served := map[string]bool{}
 	for _, m := range r.Models() {
 		if l := m.card.Lora; l != nil {
-			out = append(out, Adapter{Name: l.Name, BaseModel: l.BaseModel, Source: l.Source, Instances: m.instanceIDs()})
+			a := Adapter{Name: l.Name, BaseModel: l.BaseModel, Source: l.Source, Instances: m.instanceIDs()}
+			if reg, ok := r.loraRegs.get(l.Name); ok {
+				a.Replicas = reg.Replicas
+			}
+			served[l.Name] = true
+			out = append(out, a)
 		}
 	}
+	for _, reg := range r.loraRegs.all() {
+		if !served[reg.Name] {
+			out = append(out, Adapter{Name: reg.Name, BaseModel: reg.BaseModel, Source: reg.Source, Instances: []uint64{}, Replicas: reg.Replicas})
+		}
+	}
+	slices.SortFunc(out, func(a, b Adapter) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// RegisterLora keeps reg so that a request for its adapter loads it on
+// reg.Replicas workers when no live worker holds it (EnsureLora), on
+// every frontend.
+func (r *Registry) RegisterLora(ctx context.Context, reg LoraRegistration) error {
+	return r.loraRegs.put(ctx, reg)
+}
+
+// EnsureLora loads adapter name where its registration says, when it is
+// registered and no live worker holds it, and reports whether it is
+// served now. Concurrent requests for it wait for one load.
+func (r *Registry) EnsureLora(ctx context.Context, name string) bool {
+	reg, ok := r.loraRegs.get(name)
+	if !ok || reg.Replicas <= 0 {
+		return false
+	}
+	if m := r.Lookup(name); m != nil {
+		return true
+	}
+	r.loraRegs.once(ctx, name, func() {
+		if r.Lookup(name) != nil {
+			return
+		}
+		r.log.Info("pipeline: loading a registered LoRA adapter on demand", "lora_name", name, "base_model", reg.BaseModel, "replicas", reg.Replicas)
+		if _, err := r.LoadLora(ctx, reg.BaseModel, name, reg.Source, reg.Replicas); err != nil {
+			r.log.Warn("pipeline: a registered LoRA adapter could not be loaded on demand", "lora_name", name, "err", err)
+		}
+	})
+	return r.Lookup(name) != nil
 }
 
 // LoadLora asks workers of the base model to load adapter name from
@@ -78,10 +126,18 @@ func (r *Registry) LoadLora(ctx context.Context, base, name, source string, repl
 	return out, nil
 }
 
-// UnloadLora asks every worker that holds adapter name to unload it.
+// UnloadLora forgets adapter name's registration and asks every worker
+// that holds it to unload it.
 func (r *Registry) UnloadLora(ctx context.Context, name string) ([]LoraOutcome, error) {
+	registered, err := r.loraRegs.remove(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: LoRA registration of %q: %w", name, err)
+	}
 	a := r.Lookup(name)
 	if a == nil || a.card.Lora == nil {
+		if registered {
+			return nil, nil
+		}
 		return nil, fmt.Errorf("%w: %q", ErrNoAdapter, name)
 	}
 	return r.callLora(ctx, a.ep, a.instanceIDs(), modelcard.LoraRequest{Op: modelcard.LoraUnload, Name: name}), nil

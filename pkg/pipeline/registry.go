@@ -44,9 +44,11 @@ type Registry struct {
 	preMet  *prefill.Metrics
 	admMet  *admission.Metrics
 
-	files   *fileFetcher
-	loaded  chan *pendingModel // loaders hand loaded models to Run
-	loaders sync.WaitGroup
+	files *fileFetcher
+	// loraRegs are the adapters registered to load on demand.
+	loraRegs *loraRegistrations
+	loaded   chan *pendingModel // loaders hand loaded models to Run
+	loaders  sync.WaitGroup
 
 	mu          sync.RWMutex
 	models      map[string]*Model        // canonical name -> model
@@ -102,6 +104,7 @@ func New(cfg Config, deps Deps) (*Registry, error) {
 		r.metrics = noMetrics{}
 	}
 	r.files = &fileFetcher{rt: r.rt, cache: newFileCache(cfg.FileCacheIdleBytes), log: r.log}
+	r.loraRegs = newLoraRegistrations(r.rt.Store(), r.log)
 	reg := deps.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()

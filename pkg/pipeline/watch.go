@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/modelcard"
@@ -16,7 +17,8 @@ import (
 var ErrWatchEnded = errors.New("pipeline: discovery watch ended")
 
 // Run lists, then watches, the model cards in discovery and keeps the
-// models in step until ctx ends. Then it stops every model's goroutines
+// models in step until ctx ends; beside them it follows the LoRA
+// registrations (loraRegistrations). Then it stops every model's goroutines
 // and returns nil; it returns ErrWatchEnded if discovery stops first.
 func (r *Registry) Run(ctx context.Context) error {
 	prefix := modelcard.Prefix
@@ -26,7 +28,10 @@ func (r *Registry) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer r.closeAll()
 	defer r.loaders.Wait()
+	var regs sync.WaitGroup
+	defer regs.Wait()
 	defer cancel()
+	regs.Go(func() { r.loraRegs.run(ctx) })
 	events, err := r.rt.Store().Watch(ctx, prefix)
 	if err != nil {
 		return fmt.Errorf("pipeline: watch %s: %w", prefix, err)

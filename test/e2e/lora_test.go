@@ -166,3 +166,66 @@ func TestLoraAdapters(t *testing.T) {
 		}
 	})
 }
+
+// TestLoraLoadedOnDemand: an adapter registered with replicas 1 whose
+// worker is SIGKILLed is loaded again, on the other worker, by the next
+// request for it, through either frontend (both follow the
+// registration); DELETE forgets it, and a request is then a 404.
+func TestLoraLoadedOnDemand(t *testing.T) {
+	c := newCluster(t, "etcd", "tcp")
+	env := []string{"ETCD_LEASE_TTL=2"}
+	fronts := []*frontend{c.startFrontend(), c.startFrontend()}
+	f := fronts[0]
+	workers := map[uint64]*process{}
+	for _, name := range []string{"mocker-a", "mocker-b"} {
+		p := c.startMocker(name, deterministic, env...)
+		waitFor(t, 30*time.Second, name+" in /health", func() bool { return len(f.instanceIDs(t)) == len(workers)+1 }, p)
+		for _, id := range f.instanceIDs(t) {
+			if workers[id] == nil {
+				workers[id] = p
+			}
+		}
+	}
+	f.waitModels(t, "demo")
+	resp, body := f.post(t, "/v1/loras", object{"lora_name": "sql-expert", "source": loraAdapterDir(t), "replicas": 1})
+	var loaded struct {
+		Instances []uint64 `json:"instances"`
+		Replicas  int      `json:"replicas"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &loaded) != nil || len(loaded.Instances) != 1 || loaded.Replicas != 1 {
+		t.Fatalf("POST /v1/loras: %d %s; want one worker, registered with replicas 1", resp.StatusCode, body)
+	}
+	first := loaded.Instances[0]
+	waitFor(t, 10*time.Second, "the registration on the second frontend", func() bool {
+		_, b := fronts[1].get(t, "/v1/loras")
+		return strings.Contains(string(b), `"replicas":1`)
+	}, fronts[1].process)
+
+	workers[first].kill()
+	for _, fr := range fronts {
+		waitFor(t, 20*time.Second, "sql-expert gone with its worker's lease", func() bool { return !slices.Contains(fr.modelIDs(t), "sql-expert") }, fr.process)
+	}
+	code, a, b := fronts[1].complete(t, "sql-expert", "Tell me about SQL joins.")
+	if code != http.StatusOK || a.worker == first || workers[a.worker] == nil {
+		t.Fatalf("a request for the registered adapter after its worker died: %d, worker %x (the dead one %x): %s; want it loaded on the other worker and served", code, a.worker, first, b)
+	}
+	if !slices.Contains(f.modelIDs(t), "sql-expert") {
+		waitFor(t, 10*time.Second, "the first frontend to see the adapter again", func() bool { return slices.Contains(f.modelIDs(t), "sql-expert") }, f.process)
+	}
+
+	req, _ := http.NewRequest(http.MethodDelete, f.url+"/v1/loras/sql-expert", nil)
+	r, err := f.http.Do(req)
+	if err != nil || r.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE: %v %v", r, err)
+	}
+	r.Body.Close()
+	for i, fr := range fronts {
+		waitFor(t, 10*time.Second, "sql-expert unloaded and unregistered", func() bool {
+			_, b := fr.get(t, "/v1/loras")
+			return !slices.Contains(fr.modelIDs(t), "sql-expert") && !strings.Contains(string(b), "sql-expert")
+		}, fr.process)
+		if code, _, b := fr.complete(t, "sql-expert", "hi"); code != http.StatusNotFound {
+			t.Errorf("frontend %d: a request for the deleted adapter: %d %s, want 404", i, code, b)
+		}
+	}
+}
