@@ -154,7 +154,8 @@ func (s *Service) handleHealth(w http.ResponseWriter, _ *http.Request) {
 	for _, e := range []struct {
 		t    modelcard.ModelType
 		path string
-	}{{modelcard.ModelChat, "/v1/chat/completions"}, {modelcard.ModelCompletions, "/v1/completions"}, {modelcard.ModelEmbedding, "/v1/embeddings"}} {
+	}{{modelcard.ModelChat, "/v1/chat/completions"}, {modelcard.ModelChat, "/v1/responses"}, {modelcard.ModelChat, messagesPath},
+		{modelcard.ModelCompletions, "/v1/completions"}, {modelcard.ModelEmbedding, "/v1/embeddings"}} {
 		if serves.Has(e.t) {
 			body.Endpoints = append(body.Endpoints, e.path)
 		}
