@@ -56,6 +56,11 @@ func TestHTTPLayerServesAFakeModel(t *testing.T) {
 	if r := request(t, http.MethodGet, url+"/v1/models", "", nil); r.status != http.StatusOK || !strings.Contains(string(r.body), `"id":"echo"`) {
 		t.Errorf("/v1/models: %d %s", r.status, r.body)
 	}
+	// A chat model is served on the chat, Responses and Messages routes.
+	if r := request(t, http.MethodGet, url+"/health", "", nil); r.status != http.StatusOK ||
+		!strings.Contains(string(r.body), `"endpoints":["/v1/chat/completions","/v1/responses","/v1/messages","/v1/models"]`) {
+		t.Errorf("/health: %d %s", r.status, r.body)
+	}
 	// A name not served is a 404 that says what is.
 	for _, c := range []struct{ model, want string }{
 		{"other", "Model not found: other (served: echo)"},
