@@ -46,6 +46,7 @@ type loraObject struct {
 	BaseModel string       `json:"base_model,omitempty"`
 	Source    string       `json:"source,omitempty"`
 	Instances []uint64     `json:"instances"`
+	ActiveOn  []uint64     `json:"active_on,omitempty"`
 	Replicas  int          `json:"replicas,omitempty"`
 	Failed    []loraFailed `json:"failed,omitempty"`
 	Deleted   bool         `json:"deleted,omitempty"`
@@ -153,7 +154,7 @@ func (s *Service) handleListLoras(w http.ResponseWriter, _ *http.Request) {
 		Data   []loraObject `json:"data"`
 	}{Object: "list", Data: []loraObject{}}
 	for _, a := range fleet.Adapters() {
-		list.Data = append(list.Data, loraObject{Object: "lora", Name: a.Name, BaseModel: a.BaseModel, Source: a.Source, Instances: a.Instances, Replicas: a.Replicas})
+		list.Data = append(list.Data, loraObject{Object: "lora", Name: a.Name, BaseModel: a.BaseModel, Source: a.Source, Instances: a.Instances, ActiveOn: a.ActiveOn, Replicas: a.Replicas})
 	}
 	writeJSON(w, http.StatusOK, list)
 }

@@ -65,6 +65,13 @@ type LoraRequest struct {
 // (TypeInvalidArgument for a bad name or source, with the reason).
 type LoraResult struct {
 	Adapters []LoraState `json:"adapters"`
+	// MaxLoras is the worker's --max-loras: adapters active in its
+	// engine at once (0: no limit). With Active it tells a router where
+	// an adapter would need no swap.
+	MaxLoras int `json:"max_loras,omitempty"`
+	// ActiveSlots counts the engine's slots taken: active adapters and
+	// those being loaded or unloaded.
+	ActiveSlots int `json:"active_slots"`
 }
 
 // LoraState is one adapter a worker holds.

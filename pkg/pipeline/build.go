@@ -30,8 +30,9 @@ import (
 //
 // Admission is built first and handed to the routers it gates. A LoRA
 // adapter's card (modelcard.Lora) gets a chain of its own, routed to the
-// workers that published it, whose head names the adapter in each
-// request (loraStage).
+// workers that published it, those where it is active first
+// (loraStates), whose head names the adapter in each request
+// (loraStage).
 //
 // It starts the chain's goroutines (the KV router's Run) under the
 // model's own context, which Model.close ends.
@@ -64,7 +65,11 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 	adm := r.admission(card, m)
 	m.admit = adm
 	policy := r.policy()
-	push := router.New(m.workers, spread(policy, adm), r.log, r.tp)
+	pick := spread(policy, adm)
+	if card.Lora != nil {
+		pick = loraPolicy{Policy: pick, states: r.loraStates, name: card.Lora.Name}
+	}
+	push := router.New(m.workers, pick, r.log, r.tp)
 	if ll, ok := policy.(*router.LeastLoaded); ok {
 		ll.Watch(push)
 	}
@@ -77,7 +82,11 @@ func (r *Registry) build(ctx context.Context, card *modelcard.Card, ep runtime.E
 		Decide(*backend.Request) (*backend.Placement, error)
 	}
 	if r.cfg.RouterMode == RouterKV {
-		if m.kv, err = r.newKVWith(r.cfg.KV, card, ep, gatedCandidates(push, adm), r.kvMet, kick(adm)); err != nil {
+		candidates := gatedCandidates(push, adm)
+		if card.Lora != nil {
+			candidates = loraCandidates{Pusher: candidates, states: r.loraStates, name: card.Lora.Name}
+		}
+		if m.kv, err = r.newKVWith(r.cfg.KV, card, ep, candidates, r.kvMet, kick(adm)); err != nil {
 			return nil, fmt.Errorf("kv router: %w", err)
 		}
 		next, decode = m.kv, m.kv

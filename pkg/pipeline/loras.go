@@ -32,6 +32,9 @@ type Adapter struct {
 	Name, BaseModel, Source string
 	// Instances are the workers that published it, sorted.
 	Instances []uint64
+	// ActiveOn are those of them where it was active in the engine at
+	// the last poll (loraStates), sorted.
+	ActiveOn []uint64
 	// Replicas is its registration's: how many workers a request loads
 	// it on when none holds it (0: not registered).
 	Replicas int
@@ -50,7 +53,7 @@ func (r *Registry) Adapters() []Adapter {
 	served := map[string]bool{}
 	for _, m := range r.Models() {
 		if l := m.card.Lora; l != nil {
-			a := Adapter{Name: l.Name, BaseModel: l.BaseModel, Source: l.Source, Instances: m.instanceIDs()}
+			a := Adapter{Name: l.Name, BaseModel: l.BaseModel, Source: l.Source, Instances: m.instanceIDs(), ActiveOn: r.loraStates.activeOn(l.Name)}
 			if reg, ok := r.loraRegs.get(l.Name); ok {
 				a.Replicas = reg.Replicas
 			}

@@ -47,8 +47,10 @@ type Registry struct {
 	files *fileFetcher
 	// loraRegs are the adapters registered to load on demand.
 	loraRegs *loraRegistrations
-	loaded   chan *pendingModel // loaders hand loaded models to Run
-	loaders  sync.WaitGroup
+	// loraStates are the adapters active in the workers' engines.
+	loraStates *loraStates
+	loaded     chan *pendingModel // loaders hand loaded models to Run
+	loaders    sync.WaitGroup
 
 	mu          sync.RWMutex
 	models      map[string]*Model        // canonical name -> model
@@ -105,6 +107,7 @@ func New(cfg Config, deps Deps) (*Registry, error) {
 	}
 	r.files = &fileFetcher{rt: r.rt, cache: newFileCache(cfg.FileCacheIdleBytes), log: r.log}
 	r.loraRegs = newLoraRegistrations(r.rt.Store(), r.log)
+	r.loraStates = &loraStates{}
 	reg := deps.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()

@@ -18,7 +18,8 @@ var ErrWatchEnded = errors.New("pipeline: discovery watch ended")
 
 // Run lists, then watches, the model cards in discovery and keeps the
 // models in step until ctx ends; beside them it follows the LoRA
-// registrations (loraRegistrations). Then it stops every model's goroutines
+// registrations (loraRegistrations) and the adapters active in the
+// workers' engines (loraStates). Then it stops every model's goroutines
 // and returns nil; it returns ErrWatchEnded if discovery stops first.
 func (r *Registry) Run(ctx context.Context) error {
 	prefix := modelcard.Prefix
@@ -32,6 +33,7 @@ func (r *Registry) Run(ctx context.Context) error {
 	defer regs.Wait()
 	defer cancel()
 	regs.Go(func() { r.loraRegs.run(ctx) })
+	regs.Go(func() { r.followLoraStates(ctx) })
 	events, err := r.rt.Store().Watch(ctx, prefix)
 	if err != nil {
 		return fmt.Errorf("pipeline: watch %s: %w", prefix, err)

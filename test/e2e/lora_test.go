@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -227,5 +228,79 @@ func TestLoraLoadedOnDemand(t *testing.T) {
 		if code, _, b := fr.complete(t, "sql-expert", "hi"); code != http.StatusNotFound {
 			t.Errorf("frontend %d: a request for the deleted adapter: %d %s, want 404", i, code, b)
 		}
+	}
+}
+
+// TestLoraRoutesWhereTheAdapterIsActive: two workers with --max-loras 1
+// hold adapter a; loading b on the first swaps a out of its engine; the
+// frontend learns it, and every request for a then goes to the second
+// worker, where a is active, with no swap on the first.
+func TestLoraRoutesWhereTheAdapterIsActive(t *testing.T) {
+	c := newCluster(t, "etcd", "tcp")
+	f := c.startFrontend()
+	workers := map[uint64]*process{}
+	for _, name := range []string{"mocker-a", "mocker-b"} {
+		p := c.startMocker(name, append([]string{"--max-loras", "1"}, deterministic...))
+		waitFor(t, 30*time.Second, name+" in /health", func() bool { return len(f.instanceIDs(t)) == len(workers)+1 }, p)
+		for _, id := range f.instanceIDs(t) {
+			if workers[id] == nil {
+				workers[id] = p
+			}
+		}
+	}
+	f.waitModels(t, "demo")
+	load := func(name string, replicas int) []uint64 {
+		t.Helper()
+		resp, body := f.post(t, "/v1/loras", object{"lora_name": name, "source": loraAdapterDir(t), "replicas": replicas})
+		var o struct {
+			Instances []uint64 `json:"instances"`
+		}
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &o) != nil {
+			t.Fatalf("POST %s: %d %s", name, resp.StatusCode, body)
+		}
+		return o.Instances
+	}
+	if on := load("a", 0); len(on) != 2 {
+		t.Fatalf("a loaded on %v, want both workers", on)
+	}
+	first := load("b", 1)[0] // swaps a out there
+	var second uint64
+	for id := range workers {
+		if id != first {
+			second = id
+		}
+	}
+	activeOn := func() string {
+		_, b := f.get(t, "/v1/loras")
+		var list struct {
+			Data []struct {
+				Name     string   `json:"lora_name"`
+				ActiveOn []uint64 `json:"active_on"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(b, &list)
+		for _, a := range list.Data {
+			if a.Name == "a" {
+				return fmt.Sprint(a.ActiveOn)
+			}
+		}
+		return ""
+	}
+	waitFor(t, 10*time.Second, "a active on the second worker only", func() bool { return activeOn() == fmt.Sprint([]uint64{second}) }, f.process)
+	swaps := func() float64 {
+		v, _ := workers[first].scrape(t).value("dynamo_worker_lora_swaps_total")
+		return v
+	}
+	before := swaps()
+	if before < 1 {
+		t.Fatalf("dynamo_worker_lora_swaps_total %v on the first worker, want the swap b's load made", before)
+	}
+	for i := range 6 {
+		if code, ans, b := f.complete(t, "a", fmt.Sprintf("Question %d", i)); code != http.StatusOK || ans.worker != second {
+			t.Fatalf("request %d for a: %d on %x, want %x where a is active: %s", i, code, ans.worker, second, b)
+		}
+	}
+	if after := swaps(); after != before {
+		t.Errorf("the first worker swapped %v times for requests it should not have had", after-before)
 	}
 }

@@ -249,7 +249,7 @@ func (l *loras) drop(a *adapter) {
 func (l *loras) list() modelcard.LoraResult {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	res := modelcard.LoraResult{Adapters: []modelcard.LoraState{}}
+	res := modelcard.LoraResult{Adapters: []modelcard.LoraState{}, MaxLoras: l.max, ActiveSlots: l.activeCount()}
 	for _, a := range l.adapters {
 		if a.registered {
 			res.Adapters = append(res.Adapters, modelcard.LoraState{Name: a.name, Source: a.source, Active: a.state == adapterActive})
