@@ -83,6 +83,31 @@ func (c *cluster) startMocker(name string, args []string, env ...string) *proces
 	return startProcess(c.t, name, mockerBin, statusListening, env, args...)
 }
 
+// startMockersByID starts one mocker per name, one after the other, each
+// once every frontend of fronts lists the one before, and returns them by
+// their instance id.
+func (c *cluster) startMockersByID(t *testing.T, fronts []*frontend, names []string, args []string, env ...string) map[uint64]*process {
+	t.Helper()
+	workers := map[uint64]*process{}
+	for _, name := range names {
+		p := c.startMocker(name, args, env...)
+		waitFor(t, 30*time.Second, name+" in the frontends' /health", func() bool {
+			for _, f := range fronts {
+				if len(f.instanceIDs(t)) != len(workers)+1 {
+					return false
+				}
+			}
+			return true
+		}, p)
+		for _, id := range fronts[0].instanceIDs(t) {
+			if workers[id] == nil {
+				workers[id] = p
+			}
+		}
+	}
+	return workers
+}
+
 // frontend is a running frontend and the two clients the tests use: the
 // process's net/http client (f.http) and the official SDK on it.
 type frontend struct {

@@ -74,16 +74,7 @@ func TestLoraAdapters(t *testing.T) {
 	args := []string{"--router-mode", "kv"}
 	fronts := []*frontend{c.startFrontendArgs(args), c.startFrontendArgs(args)}
 	f := fronts[0]
-	workers := map[uint64]*process{} // by instance id
-	for _, name := range []string{"mocker-a", "mocker-b", "mocker-c"} {
-		p := c.startMocker(name, deterministic, env...)
-		waitFor(t, 30*time.Second, name+" in /health", func() bool { return len(f.instanceIDs(t)) == len(workers)+1 }, p)
-		for _, id := range f.instanceIDs(t) {
-			if workers[id] == nil {
-				workers[id] = p
-			}
-		}
-	}
+	workers := c.startMockersByID(t, fronts, []string{"mocker-a", "mocker-b", "mocker-c"}, deterministic, env...)
 	f.waitModels(t, "demo")
 
 	resp, body := f.post(t, "/v1/loras", object{"lora_name": "sql-expert", "source": "file://" + loraAdapterDir(t), "replicas": 1})
@@ -177,16 +168,7 @@ func TestLoraLoadedOnDemand(t *testing.T) {
 	env := []string{"ETCD_LEASE_TTL=2"}
 	fronts := []*frontend{c.startFrontend(), c.startFrontend()}
 	f := fronts[0]
-	workers := map[uint64]*process{}
-	for _, name := range []string{"mocker-a", "mocker-b"} {
-		p := c.startMocker(name, deterministic, env...)
-		waitFor(t, 30*time.Second, name+" in /health", func() bool { return len(f.instanceIDs(t)) == len(workers)+1 }, p)
-		for _, id := range f.instanceIDs(t) {
-			if workers[id] == nil {
-				workers[id] = p
-			}
-		}
-	}
+	workers := c.startMockersByID(t, fronts, []string{"mocker-a", "mocker-b"}, deterministic, env...)
 	f.waitModels(t, "demo")
 	resp, body := f.post(t, "/v1/loras", object{"lora_name": "sql-expert", "source": loraAdapterDir(t), "replicas": 1})
 	var loaded struct {
@@ -238,16 +220,7 @@ func TestLoraLoadedOnDemand(t *testing.T) {
 func TestLoraRoutesWhereTheAdapterIsActive(t *testing.T) {
 	c := newCluster(t, "etcd", "tcp")
 	f := c.startFrontend()
-	workers := map[uint64]*process{}
-	for _, name := range []string{"mocker-a", "mocker-b"} {
-		p := c.startMocker(name, append([]string{"--max-loras", "1"}, deterministic...))
-		waitFor(t, 30*time.Second, name+" in /health", func() bool { return len(f.instanceIDs(t)) == len(workers)+1 }, p)
-		for _, id := range f.instanceIDs(t) {
-			if workers[id] == nil {
-				workers[id] = p
-			}
-		}
-	}
+	workers := c.startMockersByID(t, []*frontend{f}, []string{"mocker-a", "mocker-b"}, append([]string{"--max-loras", "1"}, deterministic...))
 	f.waitModels(t, "demo")
 	load := func(name string, replicas int) []uint64 {
 		t.Helper()

@@ -26,18 +26,7 @@ func TestSessionAffinity(t *testing.T) {
 	c := newCluster(t, "etcd", "nats")
 	args := []string{"--router-session-affinity-ttl", "60", "--migration-limit", "3"}
 	fronts := []*frontend{c.startFrontendArgs(args), c.startFrontendArgs(args)}
-	procs := map[uint64]*process{}
-	for _, name := range []string{"mocker-a", "mocker-b"} {
-		p := c.startMocker(name, deterministic)
-		waitFor(t, 30*time.Second, name+" in both frontends' /health", func() bool {
-			return len(fronts[0].instanceIDs(t)) == len(procs)+1 && len(fronts[1].instanceIDs(t)) == len(procs)+1
-		}, p)
-		for _, id := range fronts[0].instanceIDs(t) {
-			if procs[id] == nil {
-				procs[id] = p
-			}
-		}
-	}
+	procs := c.startMockersByID(t, fronts, []string{"mocker-a", "mocker-b"}, deterministic)
 	for _, f := range fronts {
 		f.waitModels(t, "demo")
 	}
