@@ -18,14 +18,14 @@ import (
 // no parallel tests.
 func CheckDocumentedCommands(t *testing.T, name string, configure func(args []string, env func(string) string, stderr io.Writer) int) {
 	t.Helper()
-	cmds, err := DocCommands(name)
+	root := RepoRoot(t)
+	cmds, err := DocCommands(root, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cmds) == 0 {
 		t.Fatalf("no %s command found in README.md or docs/", name)
 	}
-	root := repoRoot()
 	for _, c := range cmds {
 		dir := t.TempDir()
 		if err := os.Symlink(filepath.Join(root, "models"), filepath.Join(dir, "models")); err != nil {

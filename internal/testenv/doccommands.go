@@ -25,7 +25,8 @@ type DocFile struct {
 	Name, Text string
 }
 
-// DocCommands returns every command of README.md and docs/*.md that runs
+// DocCommands returns every command of README.md and docs/*.md (under
+// the repository root) that runs
 // bin/NAME (or ./bin/NAME, or NAME as installed), so that a test can check that each still
 // parses. A command is a line of a fenced block (sh, bash, shell or
 // console; "$ " prompts allowed), continuation lines joined; a
@@ -33,8 +34,7 @@ type DocFile struct {
 // and redirections are left out. A command with a placeholder the reader
 // fills in ("...", "<...>", or a $VAR not set on the same line) is an
 // error: the docs would show a command no test can run.
-func DocCommands(name string) ([]DocCommand, error) {
-	root := repoRoot()
+func DocCommands(root, name string) ([]DocCommand, error) {
 	files, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	files = append([]string{filepath.Join(root, "README.md")}, files...)
 	var out []DocCommand
@@ -60,20 +60,6 @@ func DocCommands(name string) ([]DocCommand, error) {
 		}
 	}
 	return out, nil
-}
-
-// repoRoot is the module's root: the first directory above the working
-// directory (a test's package) that holds go.mod.
-func repoRoot() string {
-	dir, _ := os.Getwd()
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d
-		}
-		if filepath.Dir(d) == d {
-			return dir
-		}
-	}
 }
 
 type shellLine struct {

@@ -14,31 +14,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/dynamo-go/dynamo/internal/testenv"
 )
 
 // Commands are the binaries deployment files run, by the name of their
 // directory under cmd/ (and of their image in deploy/docker).
 var Commands = []string{"frontend", "mocker", "worker", "bench"}
 
-// Root returns the repository root: the nearest directory above the
-// working directory that holds go.mod.
-func Root(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("deploytest: no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
+// Root returns the repository root (testenv.RepoRoot).
+func Root(t testing.TB) string { return testenv.RepoRoot(t) }
 
 var build struct {
 	once sync.Once
