@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -149,7 +148,6 @@ func (r *Registry) UnloadLora(ctx context.Context, name string) ([]LoraOutcome, 
 // callLora sends req to the lora endpoint of each of ids, at once.
 func (r *Registry) callLora(ctx context.Context, ep runtime.EndpointID, ids []uint64, req modelcard.LoraRequest) []LoraOutcome {
 	out := make([]LoraOutcome, len(ids))
-	payload, _ := json.Marshal(req)
 	ep.Name = modelcard.LoraEndpoint
 	client, err := r.rt.Endpoint(ep).Client(ctx)
 	if err != nil {
@@ -161,9 +159,7 @@ func (r *Registry) callLora(ctx context.Context, ep runtime.EndpointID, ids []ui
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		wg.Go(func() {
-			rc := runtime.NewContext(ctx, "")
-			defer rc.Release()
-			err := client.Call(rc, id, payload, func([]byte) error { return nil })
+			_, err := askLora(ctx, client, id, req)
 			out[i] = LoraOutcome{InstanceID: id, Err: err}
 			args := []any{"lora_name", req.Name, "op", req.Op, "instance_id", fmt.Sprintf("%x", id)}
 			if err != nil {

@@ -129,9 +129,14 @@ func (r *Registry) followLoraStates(ctx context.Context) {
 func listLoras(ctx context.Context, client *runtime.Client, id uint64) (modelcard.LoraResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, loraPoll)
 	defer cancel()
+	return askLora(ctx, client, id, modelcard.LoraRequest{Op: modelcard.LoraList})
+}
+
+// askLora sends req to worker id's lora endpoint and returns its answer.
+func askLora(ctx context.Context, client *runtime.Client, id uint64, req modelcard.LoraRequest) (modelcard.LoraResult, error) {
 	rc := runtime.NewContext(ctx, "")
 	defer rc.Release()
-	payload, _ := json.Marshal(modelcard.LoraRequest{Op: modelcard.LoraList})
+	payload, _ := json.Marshal(req)
 	var res modelcard.LoraResult
 	err := client.Call(rc, id, payload, func(item []byte) error { return json.Unmarshal(item, &res) })
 	return res, err
