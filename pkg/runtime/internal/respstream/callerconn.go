@@ -343,31 +343,32 @@ func (mc *muxConn) write(buf []byte) {
 	defer mc.wmu.Unlock()
 	_ = mc.conn.SetWriteDeadline(time.Now().Add(sharedWriteTimeout))
 	if _, err := mc.conn.Write(buf); err != nil {
-		mc.mu.Lock()
-		n := len(mc.streams)
-		mc.mu.Unlock()
-		if n > 0 && !errors.Is(err, net.ErrClosed) {
+		if n := mc.openStreams(); n > 0 && !errors.Is(err, net.ErrClosed) {
 			mc.s.log.Warn("runtime: shared response connection to a worker closed: a control frame could not be written", "err", err, "streams_failed", n)
 		}
 		mc.conn.Close()
 	}
 }
 
-// fail ends every stream of the connection with err: the connection
-// broke or ended.
 // failed ends the connection after its reader's error, saying so when it
 // had streams in flight: a worker's connection lost in the middle of its
 // answers is worth a line, at this end too.
 func (mc *muxConn) failed(err error) {
-	mc.mu.Lock()
-	n := len(mc.streams)
-	mc.mu.Unlock()
-	if n > 0 && !errors.Is(err, net.ErrClosed) {
+	if n := mc.openStreams(); n > 0 && !errors.Is(err, net.ErrClosed) {
 		mc.s.log.Warn("runtime: shared response connection from a worker failed", "err", err, "streams_failed", n)
 	}
 	mc.fail(err)
 }
 
+// openStreams counts the streams open on the connection.
+func (mc *muxConn) openStreams() int {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	return len(mc.streams)
+}
+
+// fail ends every stream of the connection with err: the connection
+// broke or ended.
 func (mc *muxConn) fail(err error) {
 	mc.mu.Lock()
 	streams := mc.streams
