@@ -20,7 +20,7 @@ type collector struct {
 	slo                                                                 time.Duration // SLOTTFT; 0: no goodput
 	launched, completed, good, failed, refused, cancelled, usageMissing int
 	retried                                                             int
-	inTokens, outTokens                                                 int64
+	inTokens, outTokens, chunks                                         int64
 	errors                                                              map[ErrorKind]int
 	status, refusedStatus                                               map[int]int
 	samples                                                             []string
@@ -91,6 +91,7 @@ func (c *collector) record(o outcome, promptWords, turn int) {
 		return
 	}
 	c.completed++
+	c.chunks += int64(o.contentCount)
 	out, in := o.contentCount, promptWords
 	if o.usage != nil {
 		out, in = o.usage.CompletionTokens, o.usage.PromptTokens
@@ -148,6 +149,7 @@ func (c *collector) report() *Report {
 		UsageMissing:   c.usageMissing,
 		InputTokens:    c.inTokens,
 		OutputTokens:   c.outTokens,
+		ContentChunks:  c.chunks,
 		ErrorSamples:   c.samples,
 		TTFT:           summarize(c.ttft),
 		ITL:            summarize(c.itl),

@@ -34,6 +34,7 @@ func WriteCompare(w io.Writer, a, b *Report, nameA, nameB string) error {
 	row("goodput req/s", a.Goodput, b.Goodput)
 	row("output tput tok/s", a.OutputTokenThroughput, b.OutputTokenThroughput)
 	row("input tput tok/s", a.InputTokenThroughput, b.InputTokenThroughput)
+	row("content chunks per request", perCompleted(a.ContentChunks, a.Completed), perCompleted(b.ContentChunks, b.Completed))
 	row("arrival rate req/s", a.ArrivalRate, b.ArrivalRate)
 	for _, m := range []struct {
 		name string
@@ -75,4 +76,12 @@ func unit(r *Report) string {
 		return "turn"
 	}
 	return "request"
+}
+
+// perCompleted is n per completed request (0 with none completed).
+func perCompleted(n int64, completed int) float64 {
+	if completed == 0 {
+		return 0
+	}
+	return float64(n) / float64(completed)
 }

@@ -64,6 +64,11 @@ type Report struct {
 	// usage.prompt_tokens and usage.completion_tokens when reported.
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
+	// ContentChunks counts the completed requests' streamed chunks with
+	// generated content: fewer than OutputTokens when a server sends
+	// several tokens in a chunk (an engine merges the tokens a lagging
+	// consumer has not taken yet).
+	ContentChunks int64 `json:"content_chunks"`
 	// WithinSLO counts the completed requests whose TTFT was within
 	// Config.SLOTTFT, Goodput them per second (both 0 without an SLO).
 	WithinSLO int     `json:"within_slo"`
@@ -202,6 +207,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		label, r.Completed, r.Refused, r.Failed, r.Cancelled, r.Launched, r.DurationS, r.Throttled, r.UsageMissing, r.RetriedIdleConn)
 	fmt.Fprintf(&b, "throughput: %.2f %s, %.1f output tok/s, %.1f input tok/s; achieved arrival rate %.2f %s\n",
 		r.RequestThroughput, rate, r.OutputTokenThroughput, r.InputTokenThroughput, r.ArrivalRate, rate)
+	if r.Completed > 0 {
+		fmt.Fprintf(&b, "per %s:  %.2f output tokens in %.2f content chunks\n",
+			per, float64(r.OutputTokens)/float64(r.Completed), float64(r.ContentChunks)/float64(r.Completed))
+	}
 	if c.SLOTTFT != "" {
 		fmt.Fprintf(&b, "goodput:    %.2f %s: %d completed with TTFT within %s\n", r.Goodput, rate, r.WithinSLO, c.SLOTTFT)
 	}

@@ -65,6 +65,9 @@ func TestRunAgainstBaseline(t *testing.T) {
 			if want := n * (cfg.OSL - 1); rep.ITL.Count != want {
 				t.Errorf("ITL samples %d, want %d", rep.ITL.Count, want)
 			}
+			if want := int64(n * cfg.OSL); rep.ContentChunks != want { // a token a chunk
+				t.Errorf("content chunks %d, want %d", rep.ContentChunks, want)
+			}
 			if rep.RequestThroughput <= 0 || rep.OutputTokenThroughput <= 0 || rep.InputTokenThroughput <= 0 || rep.ArrivalRate <= 0 {
 				t.Errorf("throughputs not positive: %+v", rep)
 			}

@@ -45,6 +45,54 @@ func TestGenerateLengthWithUsage(t *testing.T) {
 	})
 }
 
+// A consumer that falls behind gets the tokens produced meanwhile in one
+// output (vLLM's output collector does the same); the tokens are those of
+// a consumer that keeps up, and a request with logprobs still gets one
+// output per token.
+func TestGenerateMergesTokensForALateConsumer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := startEngine(t, nil)
+		defer stopEngine(t, e)
+		prompt0 := prompt(0, 100)
+		var quick collector
+		if err := e.Generate(t.Context(), request(prompt0, 12, 7), quick.emit); err != nil {
+			t.Fatal(err)
+		}
+		late := collector{onToken: func(n int) error {
+			if n == 1 {
+				time.Sleep(time.Second) // many decode steps
+			}
+			return nil
+		}}
+		if err := e.Generate(t.Context(), request(prompt0, 12, 7), late.emit); err != nil {
+			t.Fatal(err)
+		}
+		fin := late.terminal(t)
+		if !slices.Equal(late.tokens(), quick.tokens()) || len(late.tokens()) != 12 {
+			t.Fatalf("late consumer's tokens %v, want %v", late.tokens(), quick.tokens())
+		}
+		if fin.FinishReason.Kind != backend.FinishLength || fin.CompletionUsage.CompletionTokens != 12 {
+			t.Errorf("terminal %+v", fin)
+		}
+		// The first token, the other eleven, the terminal output.
+		if len(late.outs) != 3 || len(late.outs[1].TokenIDs) != 11 || len(fin.TokenIDs) != 0 {
+			t.Errorf("late consumer got %d outputs, want 3: one token, eleven, the terminal", len(late.outs))
+		}
+
+		req := request(prompt0, 12, 7)
+		req.OutputOptions.Logprobs = backend.Ptr(uint32(1))
+		withLP := collector{onToken: late.onToken}
+		if err := e.Generate(t.Context(), req, withLP.emit); err != nil {
+			t.Fatal(err)
+		}
+		withLP.terminal(t)
+		if len(withLP.outs) != 13 || !slices.Equal(withLP.tokens(), quick.tokens()) {
+			t.Errorf("with logprobs: %d outputs, tokens %v; want 13 (one per token, then the terminal), %v",
+				len(withLP.outs), withLP.tokens(), quick.tokens())
+		}
+	})
+}
+
 func TestGenerateDefaultMaxTokensAndEOS(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, _ := startEngine(t, func(c *Config) { c.ContextLength = 50 })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
 )
@@ -12,8 +13,9 @@ import (
 const exitCode = 1
 
 // Generate runs one request: it queues the prompt on a rank's scheduler
-// and emits one output per generated token as the scheduler produces
-// them, then a terminal output with usage (FinishLength at max_tokens,
+// and emits the generated tokens as the scheduler produces them (those
+// produced while emit was busy in one output), then a terminal output
+// with usage (FinishLength at max_tokens,
 // which is capped at ContextLength minus the prompt and defaults to that
 // or to what fits the KV cache if less; FinishEOS at an EOS or
 // stop token id; FinishCancelled when the request is stopped or aborted).
@@ -178,6 +180,14 @@ func (e *Engine) stream(ctx context.Context, rk *rank, seqs []*sequence, req *ba
 		}
 		return nil
 	}
+	// Tokens the scheduler produced since this stream last looked leave as
+	// one output, as vLLM's output collector merges a request's deltas
+	// when its consumer falls behind: one frame, one decode, one chunk
+	// for the client, instead of one per token. At real step times a
+	// stream finds one token at a time and nothing changes. Logprobs and
+	// the token-counting faults keep one output per token.
+	merge := !prefill && req.OutputOptions.Logprobs == nil &&
+		e.cfg.ExitAfterTokens == 0 && e.cfg.DropAfterTokens == 0 && e.cfg.StallAfterTokens == 0
 	var buf []uint32
 	for {
 		if ctx.Err() != nil {
@@ -202,6 +212,16 @@ func (e *Engine) stream(ctx context.Context, rk *rank, seqs []*sequence, req *ba
 			var finish backend.FinishKind
 			var msg string
 			buf, finish, msg = c.seq.out.take(buf)
+			if merge && len(buf) > 1 {
+				o := backend.Tokens(slices.Clone(buf)...)
+				o.Index = c.index
+				if err := emit(o); err != nil {
+					return fmt.Errorf("mocker: emit: %w", err)
+				}
+				c.emitted += len(buf)
+				emitted += len(buf)
+				buf = buf[:0]
+			}
 			for _, tok := range buf {
 				if prefill {
 					c.held = append(c.held, tok)

@@ -63,8 +63,8 @@ func stopEngine(t *testing.T, e *Engine) {
 // collector is an emit function that records outputs.
 type collector struct {
 	outs []*backend.Output
-	// onToken, if set, is called after each recorded token output; its
-	// error is returned by emit.
+	// onToken, if set, is called after each recorded token output with
+	// the tokens so far; its error is returned by emit.
 	onToken func(n int) error
 	tokenN  int
 }
@@ -72,7 +72,7 @@ type collector struct {
 func (c *collector) emit(o *backend.Output) error {
 	c.outs = append(c.outs, o)
 	if !o.IsTerminal() {
-		c.tokenN++
+		c.tokenN += len(o.TokenIDs)
 		if c.onToken != nil {
 			return c.onToken(c.tokenN)
 		}
@@ -94,7 +94,7 @@ func (c *collector) terminal(t *testing.T) *backend.Output {
 		t.Fatalf("no terminal output among %d", len(c.outs))
 	}
 	for _, o := range c.outs[:len(c.outs)-1] {
-		if o.IsTerminal() || len(o.TokenIDs) != 1 {
+		if o.IsTerminal() || len(o.TokenIDs) == 0 {
 			t.Fatalf("bad non-final output %+v", o)
 		}
 	}
