@@ -140,7 +140,7 @@ func (d *detachedStream) finish(s *Service, ok bool) {
 // rawResponse writes an HTTP/1.1 response straight to a taken-over
 // connection: the status line and the headers go out with the first
 // write (or flush), the body in chunked encoding, each write one chunk
-// sent at once; end sends the last chunk. The first error sticks. It
+// sent at once (but see holdNextWrite); end sends the last chunk. The first error sticks. It
 // implements what http.ResponseController asks of a writer.
 type rawResponse struct {
 	conn   net.Conn
@@ -148,6 +148,11 @@ type rawResponse struct {
 	status int  // WriteHeader's; 0: 200
 	sent   bool // the status line and headers are out
 	close  bool // the connection closes after this response
+	// holdNext makes the next Write keep its bytes in held, which go out
+	// with the end of the body (end): the stream's last events and the
+	// last chunk in one system call.
+	holdNext bool
+	held     []byte
 	// closing reports whether the server is shutting down: a response
 	// whose headers go out then says it closes the connection, as
 	// net/http's do (nil: never).
@@ -172,6 +177,14 @@ func (w *rawResponse) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, w.FlushError()
 	}
+	if w.holdNext && w.err == nil {
+		w.holdNext = false
+		w.held = append(w.held[:0], p...)
+		return len(p), nil
+	}
+	if err := w.sendHeld(); err != nil {
+		return 0, err
+	}
 	if err := w.write(p, false); err != nil {
 		return 0, err
 	}
@@ -181,17 +194,37 @@ func (w *rawResponse) Write(p []byte) (int, error) {
 // FlushError sends the status line and headers if they are not out yet
 // (every write is sent at once).
 func (w *rawResponse) FlushError() error {
-	if w.sent || w.err != nil {
-		return w.err
+	if err := w.sendHeld(); err != nil || w.sent {
+		return err
 	}
 	return w.write(nil, false)
+}
+
+// holdNextWrite makes the next Write's bytes leave with the end of the
+// body (end) instead of at once: a stream's last events and the last
+// chunk in one write. A Write or flush before end sends them first.
+func (w *rawResponse) holdNextWrite() { w.holdNext = true }
+
+// sendHeld sends the held bytes, if any, as a chunk.
+func (w *rawResponse) sendHeld() error {
+	if len(w.held) == 0 || w.err != nil {
+		return w.err
+	}
+	p := w.held
+	w.held = nil
+	return w.write(p, false)
 }
 
 // SetWriteDeadline bounds the writes to the connection.
 func (w *rawResponse) SetWriteDeadline(t time.Time) error { return w.conn.SetWriteDeadline(t) }
 
-// end sends the last chunk (and the headers, if nothing was written).
-func (w *rawResponse) end() error { return w.write(nil, true) }
+// end sends the held bytes and the last chunk (and the headers, if
+// nothing was written) in one write.
+func (w *rawResponse) end() error {
+	p := w.held
+	w.held, w.holdNext = nil, false
+	return w.write(p, true)
+}
 
 var (
 	crlf      = []byte("\r\n")

@@ -9,11 +9,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/dynamo-go/dynamo/pkg/backend"
+	"github.com/dynamo-go/dynamo/pkg/openai"
 	"github.com/dynamo-go/dynamo/pkg/pipeline"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 	"github.com/dynamo-go/dynamo/pkg/runtime/discovery"
@@ -338,4 +341,71 @@ func streamThenShutDown(t *testing.T, cfg Config, tokens int) (*stack, *bufio.Re
 		t.Fatal(err)
 	}
 	return s, br, cancel, done
+}
+
+// writeLog is a listener whose connections record each Write they are
+// given: what a client's bytes left the server in, one system call each.
+type writeLog struct {
+	net.Listener
+	mu     sync.Mutex
+	writes [][]byte
+}
+
+func (l *writeLog) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &loggedConn{Conn: c, log: l}, nil
+}
+
+func (l *writeLog) all() [][]byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.writes)
+}
+
+type loggedConn struct {
+	net.Conn
+	log *writeLog
+}
+
+func (c *loggedConn) Write(p []byte) (int, error) {
+	c.log.mu.Lock()
+	c.log.writes = append(c.log.writes, slices.Clone(p))
+	c.log.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// A stream's last events and the end of its body (HTTP/1.1's last chunk)
+// leave in one write, not one each, on net/http's handler and on a
+// connection the stream took over alike.
+func TestStreamEndsInOneWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		detachAt int
+	}{{"handler", -1}, {"taken over", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log *writeLog
+			s := newStackOn(t, Config{DetachStreamsAt: tc.detachAt}, pipeline.Config{}, Deps{}, func(ln net.Listener) net.Listener {
+				log = &writeLog{Listener: ln}
+				return log
+			})
+			s.addWorker(t, "demo", helloEngine(t, time.Millisecond))
+			client := &http.Client{Transport: &http.Transport{}}
+			defer client.CloseIdleConnections()
+			r, _ := postOn(t, client, s.url+"/v1/chat/completions", detachBody)
+			if _, done := sseData(t, r.body); r.status != 200 || !done {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			writes := log.all()
+			if len(writes) < 2 {
+				t.Fatalf("the answer left in %d writes, want the headers and tokens before its end", len(writes))
+			}
+			last := string(writes[len(writes)-1])
+			if !strings.HasSuffix(last, openai.SSEDone+"\r\n0\r\n\r\n") {
+				t.Errorf("last write %q, want [DONE] and the last chunk together", last)
+			}
+		})
+	}
 }

@@ -118,6 +118,13 @@ func newStack(t *testing.T, cfg Config, models pipeline.Config) *stack {
 // taken from deps.
 func newStackWith(t *testing.T, cfg Config, models pipeline.Config, deps Deps) *stack {
 	t.Helper()
+	return newStackOn(t, cfg, models, deps, nil)
+}
+
+// newStackOn is newStackWith whose service accepts through wrap(the
+// listener) when wrap is not nil.
+func newStackOn(t *testing.T, cfg Config, models pipeline.Config, deps Deps, wrap func(net.Listener) net.Listener) *stack {
+	t.Helper()
 	s := &stack{mem: discovery.NewMemSpace(), reg: prometheus.NewRegistry(), workers: map[string]context.CancelFunc{}, done: map[string]chan error{}}
 	if len(cfg.APIKeys) > 0 {
 		s.key = cfg.APIKeys[0]
@@ -142,6 +149,9 @@ func newStackWith(t *testing.T, cfg Config, models pipeline.Config, deps Deps) *
 		t.Fatal(err)
 	}
 	s.url = "http://" + ln.Addr().String()
+	if wrap != nil {
+		ln = wrap(ln)
+	}
 	// The HTTP service stops first, then the registry: as cmd/frontend
 	// orders them.
 	regCtx, stopReg := context.WithCancel(context.Background())

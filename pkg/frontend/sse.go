@@ -153,11 +153,27 @@ func (w *sseWriter) end(err error) {
 	} else {
 		w.buf.WriteString(openai.SSEDone)
 	}
-	if w.broken || w.flushLocked() != nil {
+	if w.broken || w.lastLocked() != nil {
 		x.cancelled()
 		return
 	}
 	x.g.OK()
+}
+
+// lastLocked writes the stream's last bytes so that they leave with the
+// end of the response body in one system call, not one for them and one
+// for the end: without a flush, net/http sends them and the last chunk
+// when the handler returns, and a taken-over connection (detach.go) when
+// the stream finishes.
+func (w *sseWriter) lastLocked() error {
+	_ = w.ctl.SetWriteDeadline(time.Now().Add(w.x.s.cfg.WriteTimeout))
+	if d := w.x.detached; d != nil {
+		d.resp.holdNextWrite()
+	}
+	_, err := w.x.w.Write(w.buf.Bytes())
+	sseBuffers.put(w.buf)
+	w.buf = nil
+	return err
 }
 
 // writeEvents writes evs to buf.
