@@ -100,6 +100,17 @@ for k in serial r500 sat; do
       "$(printf '%s\n' "${tp[@]}" | median)" "$(printf '%s\n' "${c[@]}" | median)" "$(printf '%s\n' "${mc[@]}" | median)"
   done
 done
+# Per round: saturation against the bare server of the same round, and
+# the TTFT added at 500 req/s (the goals of docs/benchmarks.md).
+printf '\n%-6s %10s %10s %10s %8s %8s %22s %22s\n' round "bare req/s" "a req/s" "b req/s" "a/bare" "b/bare" "a added p50/p99 ms" "b added p50/p99 ms"
+for r in $(seq 1 "$ROUNDS"); do
+  bs=$(jq .request_throughput_rps "$OUT/base-sat-$r.json")
+  as=$(jq .request_throughput_rps "$OUT/a-sat-$r.json")
+  bb=$(jq .request_throughput_rps "$OUT/b-sat-$r.json")
+  added() { jq -rn --slurpfile s "$OUT/$1-r500-$r.json" --slurpfile b "$OUT/base-r500-$r.json" '"\($s[0].ttft_ms.p50 - $b[0].ttft_ms.p50 | .*100 | round / 100) / \($s[0].ttft_ms.p99 - $b[0].ttft_ms.p99 | .*100 | round / 100)"'; }
+  printf '%-6s %10.0f %10.0f %10.0f %8.2f %8.2f %22s %22s\n' "$r" "$bs" "$as" "$bb" \
+    "$(awk -v x="$as" -v y="$bs" 'BEGIN {print x/y}')" "$(awk -v x="$bb" -v y="$bs" 'BEGIN {print x/y}')" "$(added a)" "$(added b)"
+done
 if [ "$REV" = worktree ]; then
   echo "a = the work tree with A_ENV='${A_ENV:-}', b = the work tree with B_ENV='${B_ENV:-}'; medians over $ROUNDS rounds; JSON in $OUT"
 else

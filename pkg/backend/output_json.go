@@ -3,6 +3,8 @@ package backend
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/dynamo-go/dynamo/internal/strictjson"
 )
 
 // AppendOutputJSON appends o's JSON encoding to b. The common shape, token
@@ -26,15 +28,113 @@ func AppendOutputJSON(b []byte, o *Output) ([]byte, error) {
 	return append(b, j...), nil
 }
 
-// DecodeOutput decodes one engine output. The token-ids-only shape is
-// parsed directly; anything else goes through encoding/json.
+// DecodeOutput decodes one engine output into o, which it zeroes first
+// (json.Unmarshal's result and errors). The token-ids-only shape is
+// parsed directly, and a stream's terminal output (ids, finish reason,
+// usage, index) without reflection; anything else goes through
+// encoding/json.
 func DecodeOutput(b []byte, o *Output) error {
 	if ids, ok := parseTokensOnly(b); ok {
 		*o = Output{TokenIDs: ids}
 		return nil
 	}
 	*o = Output{}
+	if decodeOutputStrict(b, o) {
+		return nil
+	}
+	*o = Output{}
 	return json.Unmarshal(b, o)
+}
+
+// decodeOutputStrict decodes the fields of a terminal output as the
+// workers write them, and reports whether b had no others and was within
+// strictjson's subset (request_strict.go says why that is exact).
+func decodeOutputStrict(b []byte, o *Output) bool {
+	r := strictjson.New(b)
+	r.Object(func(key []byte) {
+		switch string(key) {
+		case "token_ids":
+			o.TokenIDs = uint32sOrNil(r, o.TokenIDs)
+		case "finish_reason":
+			o.FinishReason = finishReason(r)
+		case "index":
+			o.Index = optUint32(r)
+		case "completion_usage":
+			o.CompletionUsage = usage(r, o.CompletionUsage)
+		default:
+			r.Fail()
+		}
+	})
+	return r.End()
+}
+
+// finishReason reads what FinishReason.UnmarshalJSON accepts: a kind's
+// name, "abort", or {"error": message}; anything else fails the reader.
+func finishReason(r *strictjson.Reader) *FinishReason {
+	if r.Null() {
+		return nil
+	}
+	if r.Peek() == '{' {
+		var msg *string
+		r.Object(func(key []byte) {
+			if string(key) != "error" || r.Peek() == 'n' {
+				r.Fail()
+				return
+			}
+			msg = Ptr(r.String())
+		})
+		if msg == nil {
+			r.Fail()
+			return nil
+		}
+		return &FinishReason{Kind: FinishError, Message: *msg}
+	}
+	switch k := FinishKind(r.String()); k {
+	case FinishEOS, FinishLength, FinishStop, FinishCancelled, FinishContentFilter:
+		return &FinishReason{Kind: k}
+	case "abort":
+		return &FinishReason{Kind: FinishCancelled}
+	}
+	r.Fail()
+	return nil
+}
+
+func usage(r *strictjson.Reader, into *Usage) *Usage {
+	if r.Null() {
+		return nil
+	}
+	if into == nil {
+		into = new(Usage)
+	}
+	r.Object(func(key []byte) {
+		switch string(key) {
+		case "prompt_tokens":
+			setInt(r, &into.PromptTokens)
+		case "completion_tokens":
+			setInt(r, &into.CompletionTokens)
+		case "total_tokens":
+			setInt(r, &into.TotalTokens)
+		case "prompt_tokens_details":
+			if r.Null() {
+				into.PromptTokensDetails = nil
+				return
+			}
+			if into.PromptTokensDetails == nil {
+				into.PromptTokensDetails = new(PromptDetail)
+			}
+			d := into.PromptTokensDetails
+			r.Object(func(key []byte) {
+				if string(key) != "cached_tokens" {
+					r.Fail()
+					return
+				}
+				setInt(r, &d.CachedTokens)
+			})
+		default:
+			r.Fail()
+		}
+	})
+	return into
 }
 
 func (o *Output) isTokensOnly() bool {
@@ -61,6 +161,9 @@ func parseTokensOnly(b []byte) ([]uint32, bool) {
 	for _, c := range body {
 		switch {
 		case c >= '0' && c <= '9':
+			if digits == 1 && n == 0 {
+				return nil, false // a leading zero: not JSON
+			}
 			n = n*10 + uint64(c-'0')
 			digits++
 			if digits > 10 || n > 1<<32-1 {

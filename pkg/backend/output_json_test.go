@@ -41,11 +41,27 @@ func TestOutputJSONFastPathMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-func TestDecodeOutputFallsBackOnOtherShapes(t *testing.T) {
-	for _, in := range []string{
-		`{"token_ids": [1, 2]}`, `{"token_ids":[1,,2]}`, `{"token_ids":[1,]}`, `{"token_ids":[-1]}`,
-		`{"token_ids":[99999999999]}`, `{"token_ids":[1],"index":0}`, `{"token_ids":[1.5]}`,
-	} {
+// outputShapes are outputs of the shapes DecodeOutput reads itself (the
+// token ids; a terminal output's ids, finish reason, usage and index) and
+// their edges, where encoding/json takes over.
+var outputShapes = []string{
+	`{"token_ids": [1, 2]}`, `{"token_ids":[1,,2]}`, `{"token_ids":[1,]}`, `{"token_ids":[-1]}`,
+	`{"token_ids":[99999999999]}`, `{"token_ids":[1],"index":0}`, `{"token_ids":[1.5]}`, `{"token_ids":[00]}`, `{"token_ids":[1,01]}`,
+	`{"token_ids":[0,10]}`, `{"token_ids":[],"finish_reason":"length","completion_usage":{"prompt_tokens":64,"completion_tokens":16,"total_tokens":80,"prompt_tokens_details":{"cached_tokens":32}}}`,
+	`{"token_ids":[3],"finish_reason":"abort","index":2,"completion_usage":{"prompt_tokens":1,"completion_tokens":0,"total_tokens":1}}`,
+	`{"token_ids":[],"finish_reason":{"error":"engine \"x\" failed\n"}}`,
+	`{"finish_reason":{"error":null}}`, `{"finish_reason":{}}`, `{"finish_reason":{"error":"a","error":"b"}}`,
+	`{"finish_reason":{"Error":"a"}}`, `{"finish_reason":{"error":"a","more":1}}`,
+	`{"finish_reason":"bogus"}`, `{"finish_reason":""}`, `{"finish_reason":3}`, `{"finish_reason":null,"index":null}`,
+	`{"finish_reason":"eos"}`, `{"finish_reason":"stop"}`, `{"finish_reason":"cancelled"}`, `{"finish_reason":"content_filter"}`,
+	`{"completion_usage":null}`, `{"completion_usage":{"prompt_tokens":null,"prompt_tokens_details":null}}`,
+	`{"completion_usage":{"prompt_tokens":1.5}}`, `{"completion_usage":{"prompt_tokens_details":{"cached_tokens":-1,"x":1}}}`,
+	`{"completion_usage":{"prompt_tokens":1},"completion_usage":{"total_tokens":2}}`,
+	`{"token_ids":[1],"text":"a"}`, `{"token_ids":[1]} x`, `{"token_ids":[1],}`,
+}
+
+func TestDecodeOutputIsJSONUnmarshal(t *testing.T) {
+	for _, in := range outputShapes {
 		var fast, std backend.Output
 		errFast := backend.DecodeOutput([]byte(in), &fast)
 		errStd := json.Unmarshal([]byte(in), &std)
@@ -53,6 +69,21 @@ func TestDecodeOutputFallsBackOnOtherShapes(t *testing.T) {
 			t.Errorf("%s: fast %+v (%v), encoding/json %+v (%v)", in, fast, errFast, std, errStd)
 		}
 	}
+}
+
+// FuzzDecodeOutput: DecodeOutput is json.Unmarshal.
+func FuzzDecodeOutput(f *testing.F) {
+	for _, in := range outputShapes {
+		f.Add(in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var fast, std backend.Output
+		errFast := backend.DecodeOutput([]byte(in), &fast)
+		errStd := json.Unmarshal([]byte(in), &std)
+		if (errFast == nil) != (errStd == nil) || errFast == nil && !reflect.DeepEqual(fast, std) {
+			t.Fatalf("%q: fast %+v (%v), encoding/json %+v (%v)", in, fast, errFast, std, errStd)
+		}
+	})
 }
 
 func BenchmarkOutputJSON(b *testing.B) {

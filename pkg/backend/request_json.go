@@ -139,11 +139,18 @@ const digitPairs = "000102030405060708091011121314151617181920212223242526272829
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
 	"8081828384858687888990919293949596979899"
 
-// DecodeRequest decodes a Request's JSON (json.Unmarshal's result and
-// errors): the prompt's ids, when they are a plain array of numbers under
-// the one key "token_ids", are read directly, and the rest of the object
-// by encoding/json; any other shape goes to encoding/json whole.
+// DecodeRequest decodes a Request's JSON into r, which it zeroes first
+// (json.Unmarshal's result and errors). A request as the frontend writes
+// it is read without reflection (request_strict.go); otherwise the
+// prompt's ids, when they are a plain array of numbers under the one key
+// "token_ids", are read directly, and the rest of the object by
+// encoding/json; any other shape goes to encoding/json whole.
 func DecodeRequest(b []byte, r *Request) error {
+	*r = Request{}
+	if decodeRequestStrict(b, r) {
+		return nil
+	}
+	*r = Request{}
 	if start, end, ok := tokenIDsSpan(b); ok {
 		if ids, ok := parseTokenIDs(b[start:end]); ok {
 			rest := make([]byte, 0, len(b)-(end-start)+4)

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func TestRequestJSONIsEncodingJSONs(t *testing.T) {
 // DecodeRequest gives json.Unmarshal's request, or an error where it
 // gives one, for every shape: the ids' fast path and the fallback.
 func TestDecodeRequestIsJSONUnmarshal(t *testing.T) {
-	for _, in := range []string{
+	for _, in := range append([]string{
 		`{"model":"m","token_ids":[1,2,3]}`,
 		` { "token_ids" : [ 1 , 2 ] , "model" : "m" } `,
 		`{"token_ids":[]}`,
@@ -65,7 +66,7 @@ func TestDecodeRequestIsJSONUnmarshal(t *testing.T) {
 		`{"token\u005fids":[1]}`,
 		`[1,2]`,
 		``,
-	} {
+	}, requestShapes...) {
 		var fast, slow Request
 		ferr := DecodeRequest([]byte(in), &fast)
 		serr := json.Unmarshal([]byte(in), (*requestFields)(&slow))
@@ -79,10 +80,49 @@ func TestDecodeRequestIsJSONUnmarshal(t *testing.T) {
 	}
 }
 
+// requestShapes are requests of every field the reader without
+// reflection knows (request_strict.go), and values at the edges of its
+// subset, where it must hand over to encoding/json.
+var requestShapes = []string{
+	`{"model":"demo","token_ids":[510,84,82,265,198],"stop_conditions":{"max_tokens":5,"stop_token_ids_hidden":[511,508]},"sampling_options":{},"output_options":{},"eos_token_ids":[511,508],"mdc_sum":"sha256:0c56","annotations":[]}`,
+	`{"model":"m","token_ids":[1],"stop_conditions":{"max_tokens":5,"stop":["a\n","\u00e9\"\\\/"],"stop_token_ids":[1],"stop_token_ids_visible":[2],"min_tokens":1,"ignore_eos":true,"max_thinking_tokens":9},` +
+		`"sampling_options":{"n":2,"best_of":3,"presence_penalty":-0.5,"frequency_penalty":1e-3,"repetition_penalty":1.1,"temperature":0.7,"top_p":0.95,"top_k":-1,"min_p":0,"use_beam_search":false,"length_penalty":1,"seed":-3,"include_stop_str_in_output":true},` +
+		`"output_options":{"logprobs":2,"prompt_logprobs":0,"skip_special_tokens":false,"formatted_prompt":true,"return_tokens_as_token_ids":true},` +
+		`"routing":{"backend_instance_id":18446744073709551615,"prefill_worker_id":1,"decode_worker_id":2,"dp_rank":0,"prefill_dp_rank":1,"expected_output_tokens":7,"lora_name":"ad","cache_salt":"s","priority":-1,"strict_priority":true},` +
+		`"embedding":{"dimensions":8},"migrated_tokens":3,"postprocess":{"chat":true,"thinking":false,"tool_choice":"auto","tool_name":"f","single_tool_call":true,"tools":["f","g"]},"_HEALTH_CHECK":true}`,
+	`{"routing":null,"model":null,"stop_conditions":null,"sampling_options":null,"output_options":null,"migrated_tokens":null,"annotations":null,"postprocess":null,"embedding":null,"_HEALTH_CHECK":null,"eos_token_ids":null}`,
+	`{"stop_conditions":{"max_tokens":1},"stop_conditions":{"min_tokens":2},"routing":{"dp_rank":1},"routing":{"lora_name":"x"}}`,
+	`{"stop_conditions":{"max_tokens":null,"stop":null,"ignore_eos":null}}`,
+	`{"model":"\ud83d\ude00"}`,
+	`{"model":"\ud83d"}`,
+	`{"model":"ÿ"}`,
+	"{\"model\":\"\xff\"}",
+	`{"model":"é\n"}`,
+	`{"model":"a	b"}`,
+	`{"sampling_options":{"temperature":1e400}}`,
+	`{"sampling_options":{"seed":9223372036854775808}}`,
+	`{"sampling_options":{"seed":-9223372036854775808,"n":1.0}}`,
+	`{"stop_conditions":{"max_tokens":4294967296}}`,
+	`{"stop_conditions":{"max_tokens":-0}}`,
+	`{"routing":{"priority":-0}}`,
+	`{"annotations":["a",null]}`,
+	`{"token_ids":[1,null]}`,
+	`{"_HEALTH_CHECK":"true"}`,
+	`{"model":"m","unknown":1}`,
+	`{"Model":"m"}`,
+	`{"model":"m",}`,
+	`{"sampling_options":{"guided_decoding":{"json":{}}}}`,
+	`{"prefill_result":null,"token_ids":[1]}`,
+	"{\"model\":\"m\"}\n",
+}
+
 // FuzzDecodeRequest: DecodeRequest is json.Unmarshal.
 func FuzzDecodeRequest(f *testing.F) {
 	f.Add(`{"model":"m","token_ids":[1,2,3],"annotations":["a"]}`)
 	f.Add(`{"token_ids":[0, 42 ,7]}`)
+	for _, in := range requestShapes {
+		f.Add(in)
+	}
 	f.Fuzz(func(t *testing.T, in string) {
 		var fast, slow Request
 		ferr := DecodeRequest([]byte(in), &fast)
@@ -143,5 +183,46 @@ func TestPromptJSONStandsForItsIds(t *testing.T) {
 	got, _ = r.MarshalJSON()
 	if !strings.Contains(string(got), `"token_ids":[3,1,4]`) {
 		t.Errorf("a copy of the ids: %s", got)
+	}
+}
+
+// BenchmarkDecodeRequest: a worker's decoding of the request the frontend
+// sends (bench-stack's 64-word chat prompt; a 60,000-token one), against
+// encoding/json (with the ids read directly: DecodeRequest before the
+// reader without reflection).
+func BenchmarkDecodeRequest(b *testing.B) {
+	for _, n := range []int{100, 60000} {
+		ids := make([]uint32, n)
+		for i := range ids {
+			ids[i] = uint32(i*7919) % 151000
+		}
+		req := &Request{Model: "demo", TokenIDs: ids, EOSTokenIDs: []uint32{511, 508}, MDCSum: "sha256:0c566541b90a2785617b5191fe5eb484f46f6a0d64880a84871cb5df4a5c4eaf",
+			Annotations: []string{}, StopConditions: StopConditions{MaxTokens: Ptr(uint32(16)), StopTokenIDsHidden: []uint32{511, 508}}}
+		body, err := json.Marshal(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("ids=%d/strict", n), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				var r Request
+				if err := DecodeRequest(body, &r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("ids=%d/encoding-json", n), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			start, end, _ := tokenIDsSpan(body)
+			for b.Loop() {
+				var r Request
+				ids, _ := parseTokenIDs(body[start:end])
+				rest := append(append(append([]byte{}, body[:start]...), "null"...), body[end:]...)
+				if err := json.Unmarshal(rest, (*requestFields)(&r)); err != nil {
+					b.Fatal(err)
+				}
+				r.TokenIDs = ids
+			}
+		})
 	}
 }

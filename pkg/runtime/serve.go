@@ -205,7 +205,7 @@ func (s *servedEndpoint) onRequest(headers map[string]string, envelope []byte) e
 		s.metrics.errors.WithLabelValues("invalid_message").Inc()
 		return NewError(TypeInvalidArgument, "request control header of %d bytes exceeds %d", len(msg.Header), maxControlHeader)
 	}
-	if err := json.Unmarshal(msg.Header, &ctl); err != nil {
+	if err := decodeRequestControl(msg.Header, &ctl); err != nil {
 		s.metrics.errors.WithLabelValues("deserialization").Inc()
 		return NewError(TypeInvalidArgument, "bad request control header: %v", err)
 	}
@@ -217,7 +217,7 @@ func (s *servedEndpoint) onRequest(headers map[string]string, envelope []byte) e
 		s.metrics.errors.WithLabelValues("deserialization").Inc()
 		return NewError(TypeInvalidArgument, "payload codec %q is not supported (use json)", ctl.PayloadCodec)
 	}
-	if ctl.ConnectionInfo.Transport != transportTCPServer || json.Unmarshal([]byte(ctl.ConnectionInfo.Info), &info) != nil {
+	if ctl.ConnectionInfo.Transport != transportTCPServer || decodeStreamInfo([]byte(ctl.ConnectionInfo.Info), &info) != nil {
 		s.metrics.errors.WithLabelValues("deserialization").Inc()
 		return NewError(TypeInvalidArgument, "bad connection info %q", ctl.ConnectionInfo.Transport)
 	}

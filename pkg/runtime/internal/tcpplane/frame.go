@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"unicode/utf8"
+
+	"github.com/dynamo-go/dynamo/internal/strictjson"
 )
 
 // DefaultMaxMessageSize bounds path+headers+payload of one request when a
@@ -51,11 +53,30 @@ func decodeHeaders(b []byte) (map[string]string, error) {
 	if len(b) == 0 || string(b) == "{}" {
 		return nil, nil
 	}
+	if h, ok := decodeHeadersStrict(b); ok {
+		return h, nil
+	}
 	var h map[string]string
 	if err := json.Unmarshal(b, &h); err != nil {
 		return nil, err
 	}
 	return h, nil
+}
+
+// decodeHeadersStrict reads headers as the runtime writes them (keys and
+// values strings within strictjson's subset) without reflection, and
+// reports whether it could; encoding/json decodes the rest.
+func decodeHeadersStrict(b []byte) (map[string]string, bool) {
+	r := strictjson.New(b)
+	h := make(map[string]string, 4)
+	r.Object(func(key []byte) {
+		if r.Peek() == 'n' {
+			r.Fail() // null: encoding/json's rules for it are its own
+			return
+		}
+		h[string(key)] = r.String()
+	})
+	return h, r.End()
 }
 
 func maxSizeOr(n int) int {

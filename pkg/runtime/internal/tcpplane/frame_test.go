@@ -40,6 +40,36 @@ func TestAppendHeadersIsJSON(t *testing.T) {
 	}
 }
 
+// headerShapes are headers sections as the runtime writes them and at the
+// edges of what decodeHeaders reads without reflection.
+var headerShapes = []string{
+	`{"x-request-id":"4eb8eef9-6720","traceparent":"00-5a4f5fceeb0601ca6df8b5033b10c025-f31e74c2a5cc2727-00"}`,
+	`{"q\"uo\\te":"line\nbreak\r\ttab\u0000\u001f","<html>&":"ünïcødé ✓ 😀"}`,
+	`{"a":"\ud83d\ude00","b":"\ud800"}`, `{"a":null}`, `{"a":1}`, `{"a":"x","a":"y"}`, `{ }`, `null`, `{"a":"b"} x`,
+	"{\"k\":\"a\xffb\"}",
+}
+
+// decodeHeaders gives json.Unmarshal's map, or an error where it does.
+func FuzzDecodeHeaders(f *testing.F) {
+	for _, in := range headerShapes {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) == 0 || string(in) == "{}" {
+			return // nil by decodeHeaders' own rule
+		}
+		got, err := decodeHeaders(in)
+		var want map[string]string
+		werr := json.Unmarshal(in, &want)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%q: error %v, encoding/json %v", in, err, werr)
+		}
+		if err == nil && !cmp.Equal(got, want) {
+			t.Fatalf("%q: %v, encoding/json %v", in, got, want)
+		}
+	})
+}
+
 // FuzzServerConn feeds arbitrary bytes to a server connection. It must not
 // panic, every ack it writes must be well formed, and it must write at most
 // one ack per frame it could have read.
