@@ -30,8 +30,8 @@ func AppendOutputJSON(b []byte, o *Output) ([]byte, error) {
 
 // DecodeOutput decodes one engine output into o, which it zeroes first
 // (json.Unmarshal's result and errors). The token-ids-only shape is
-// parsed directly, and a stream's terminal output (ids, finish reason,
-// usage, index) without reflection; anything else goes through
+// parsed directly, and a stream's first and terminal outputs (ids, the
+// worker's trace link, finish reason, usage, index) without reflection; anything else goes through
 // encoding/json.
 func DecodeOutput(b []byte, o *Output) error {
 	if ids, ok := parseTokensOnly(b); ok {
@@ -46,8 +46,8 @@ func DecodeOutput(b []byte, o *Output) error {
 	return json.Unmarshal(b, o)
 }
 
-// decodeOutputStrict decodes the fields of a terminal output as the
-// workers write them, and reports whether b had no others and was within
+// decodeOutputStrict decodes the fields of a first or terminal output as
+// the workers write them, and reports whether b had no others and was within
 // strictjson's subset (request_strict.go says why that is exact).
 func decodeOutputStrict(b []byte, o *Output) bool {
 	r := strictjson.New(b)
@@ -61,6 +61,8 @@ func decodeOutputStrict(b []byte, o *Output) bool {
 			o.Index = optUint32(r)
 		case "completion_usage":
 			o.CompletionUsage = usage(r, o.CompletionUsage)
+		case "worker_trace_link":
+			o.WorkerTraceLink = traceLink(r, o.WorkerTraceLink)
 		default:
 			r.Fail()
 		}

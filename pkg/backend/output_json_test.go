@@ -57,6 +57,8 @@ var outputShapes = []string{
 	`{"completion_usage":null}`, `{"completion_usage":{"prompt_tokens":null,"prompt_tokens_details":null}}`,
 	`{"completion_usage":{"prompt_tokens":1.5}}`, `{"completion_usage":{"prompt_tokens_details":{"cached_tokens":-1,"x":1}}}`,
 	`{"completion_usage":{"prompt_tokens":1},"completion_usage":{"total_tokens":2}}`,
+	`{"token_ids":[5],"worker_trace_link":{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"}}`,
+	`{"worker_trace_link":null}`, `{"worker_trace_link":{"trace_id":null,"other":1}}`, `{"worker_trace_link":{"span_id":"a"},"worker_trace_link":{"trace_id":"b"}}`,
 	`{"token_ids":[1],"text":"a"}`, `{"token_ids":[1]} x`, `{"token_ids":[1],}`,
 }
 

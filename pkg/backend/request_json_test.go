@@ -113,6 +113,8 @@ var requestShapes = []string{
 	`{"model":"m",}`,
 	`{"sampling_options":{"guided_decoding":{"json":{}}}}`,
 	`{"prefill_result":null,"token_ids":[1]}`,
+	`{"migration_link":{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"},"migrated_tokens":2}`,
+	`{"migration_link":null}`, `{"migration_link":{"x":1}}`,
 	"{\"model\":\"m\"}\n",
 }
 

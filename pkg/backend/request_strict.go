@@ -4,14 +4,15 @@ import (
 	"strconv"
 
 	"github.com/dynamo-go/dynamo/internal/strictjson"
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
 // A worker decodes every request it serves; through encoding/json's
 // reflection that was the largest part of the mocker's own CPU per
 // request after its system calls (docs/benchmarks.md). Requests as the
 // frontend writes them are read here without reflection; one with a field
-// this reader does not know (the raw-JSON ones, those of disaggregation
-// and migration), or outside strictjson's subset, goes to encoding/json,
+// this reader does not know (the raw-JSON ones, those of disaggregation),
+// or outside strictjson's subset, goes to encoding/json,
 // so the result is always json.Unmarshal's (FuzzDecodeRequest).
 
 // decodeRequestStrict decodes b into q, a zero Request, and reports
@@ -52,6 +53,8 @@ func decodeRequestStrict(b []byte, q *Request) bool {
 			}
 		case "postprocess":
 			q.Postprocess = postprocess(r, q.Postprocess)
+		case "migration_link":
+			q.MigrationLink = traceLink(r, q.MigrationLink)
 		case "_HEALTH_CHECK":
 			if !r.Null() {
 				q.HealthCheck = r.Bool()
@@ -222,6 +225,28 @@ func postprocess(r *strictjson.Reader, into *Postprocess) *Postprocess {
 			setBool(r, &into.SingleToolCall)
 		case "tools":
 			into.Tools = stringsOrNil(r)
+		default:
+			r.Fail()
+		}
+	})
+	return into
+}
+
+// traceLink decodes into into (a new Link when nil), or returns nil for
+// null.
+func traceLink(r *strictjson.Reader, into *telemetry.Link) *telemetry.Link {
+	if r.Null() {
+		return nil
+	}
+	if into == nil {
+		into = new(telemetry.Link)
+	}
+	r.Object(func(key []byte) {
+		switch string(key) {
+		case "trace_id":
+			setString(r, &into.TraceID)
+		case "span_id":
+			setString(r, &into.SpanID)
 		default:
 			r.Fail()
 		}

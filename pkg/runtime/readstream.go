@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,8 +45,10 @@ func readStream(rc *Context, st respstream.Stream, emit func([]byte) error) erro
 		return endedEarly(rc, err)
 	}
 	var pro prologue
-	if err := json.Unmarshal(first.Header, &pro); err != nil {
-		return NewError(TypeUnknown, "runtime: bad response prologue: %v", err)
+	if !bytes.Equal(first.Header, prologueOK) { // the usual one, as the runtime writes it
+		if err := json.Unmarshal(first.Header, &pro); err != nil {
+			return NewError(TypeUnknown, "runtime: bad response prologue: %v", err)
+		}
 	}
 	if pro.Error != nil {
 		ended = true
@@ -77,6 +80,10 @@ func readStream(rc *Context, st respstream.Stream, emit func([]byte) error) erro
 				return err
 			}
 			continue
+		}
+		if bytes.Equal(msg.Data, completeFinalFrame) { // as the runtime writes it
+			ended = true
+			return firstErr
 		}
 		var w streamWrapper
 		if err := json.Unmarshal(msg.Data, &w); err != nil {

@@ -212,7 +212,7 @@ func (mc *muxConn) unknown(id uint64, m codec.Message) {
 		return
 	}
 	var hs handshake
-	if len(m.Data) == 0 && len(m.Header) > 0 && m.Header[0] == '{' && json.Unmarshal(m.Header, &hs) == nil && hs.Subject != "" {
+	if len(m.Data) == 0 && len(m.Header) > 0 && m.Header[0] == '{' && decodeHandshake(m.Header, &hs) == nil && hs.Subject != "" {
 		if mc.s.open(mc, id, hs) {
 			mc.queue(id, ctrlAck)
 			return

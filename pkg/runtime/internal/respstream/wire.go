@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/dynamo-go/dynamo/internal/strictjson"
 )
 
 // Wire messages of the response stream, for both of its ends
@@ -37,6 +39,34 @@ const (
 type handshake struct {
 	Subject    string `json:"subject"`
 	StreamType string `json:"stream_type"`
+}
+
+// decodeHandshake decodes b into hs as json.Unmarshal would: a stream's
+// opening frame as the runtime writes it without reflection (one per
+// request), anything else by encoding/json.
+func decodeHandshake(b []byte, hs *handshake) error {
+	r := strictjson.New(b)
+	var fast handshake
+	r.Object(func(key []byte) {
+		var into *string
+		switch string(key) {
+		case "subject":
+			into = &fast.Subject
+		case "stream_type":
+			into = &fast.StreamType
+		default:
+			r.Fail()
+			return
+		}
+		if !r.Null() {
+			*into = r.String()
+		}
+	})
+	if r.End() {
+		*hs = fast
+		return nil
+	}
+	return json.Unmarshal(b, hs)
 }
 
 // muxHello is the worker's handshake on a shared connection.
