@@ -244,3 +244,44 @@ func TestFastPathRawIsCopied(t *testing.T) {
 		t.Errorf("raw after the body was overwritten = %q", got)
 	}
 }
+
+// The scalars after the messages are read without reflection for the
+// common shapes (so that the checks above test that reader) and left to
+// decodeObject for the others.
+func TestChatTopStrictTakenOrDeclined(t *testing.T) {
+	rest := func(body string) []byte {
+		t.Helper()
+		_, r, ok := splitMessages([]byte(body))
+		if !ok {
+			t.Fatalf("splitMessages declined %s", body)
+		}
+		return r
+	}
+	for _, body := range []string{
+		smallChat,
+		msgBody(`[]`),
+		chatBody(`"stream":true,"stream_options":{"include_usage":true},"max_tokens":16,"ignore_eos":true,"seed":-1,"n":null`),
+		chatBody(`"temperature":0.2,"top_p":1,"top_k":-1,"min_p":0,"min_tokens":2,"user":"u","logprobs":true,"top_logprobs":3`),
+	} {
+		var r ChatCompletionRequest
+		if !decodeChatTopStrict(rest(body), &r) {
+			t.Errorf("declined %.200s", body)
+		}
+		for _, opts := range allDecodeOptions {
+			checkSameAsSlow(t, []byte(body), opts)
+		}
+	}
+	for _, body := range []string{
+		chatBody(`"tools":[]`), chatBody(`"stop":"x"`), chatBody(`"nvext":{}`), chatBody(`"foo":1`),
+		chatBody(`"Temperature":1`), chatBody(`"max_tokens":1.5`), chatBody(`"stream_options":{"x":true}`),
+		chatBody(`"model":"\ud83d\ude00"`),
+	} {
+		var r ChatCompletionRequest
+		if decodeChatTopStrict(rest(body), &r) {
+			t.Errorf("taken for %.200s", body)
+		}
+		for _, opts := range allDecodeOptions {
+			checkSameAsSlow(t, []byte(body), opts)
+		}
+	}
+}

@@ -43,8 +43,11 @@ func decodeChatSlow(body []byte, opts DecodeOptions) (*ChatCompletionRequest, er
 // messages decoded from it (splitMessages left an empty array there).
 func decodeChat(body []byte, msgs []Message, opts DecodeOptions) (*ChatCompletionRequest, error) {
 	var r ChatCompletionRequest
-	if err := decodeObject(body, opts, chatInfo(), &r); err != nil {
-		return nil, err
+	if msgs == nil || !decodeChatTopStrict(body, &r) {
+		r = ChatCompletionRequest{}
+		if err := decodeObject(body, opts, chatInfo(), &r); err != nil {
+			return nil, err
+		}
 	}
 	if msgs != nil {
 		r.Messages = msgs
