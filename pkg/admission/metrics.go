@@ -2,6 +2,8 @@ package admission
 
 import (
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,7 +13,7 @@ import (
 // stage. A nil *Metrics records nothing.
 type Metrics struct {
 	pending   *prometheus.GaugeVec
-	saturated *prometheus.GaugeVec
+	saturated *saturatedWorkers
 	wait      *prometheus.HistogramVec
 	refused   *prometheus.CounterVec
 	requeued  *prometheus.CounterVec
@@ -25,10 +27,12 @@ func NewMetrics(reg prometheus.Registerer, prefix string) (*Metrics, error) {
 			Name: prefix + "_router_queue_pending_requests",
 			Help: "Requests waiting in the model's admission queue for a worker with room.",
 		}, []string{"model"}),
-		saturated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: prefix + "_router_saturated_workers",
-			Help: "The model's available workers that are saturated: as many requests in flight from this frontend as their capacity (max_num_seqs), more prefill tokens in flight than --router-queue-threshold times max_num_batched_tokens, full by their published load, busy by the KV router's thresholds, or refusing requests.",
-		}, []string{"model"}),
+		saturated: &saturatedWorkers{
+			desc: prometheus.NewDesc(prefix+"_router_saturated_workers",
+				"The model's available workers that are saturated: as many requests in flight from this frontend as their capacity (max_num_seqs), more prefill tokens in flight than --router-queue-threshold times max_num_batched_tokens, full by their published load, busy by the KV router's thresholds, or refusing requests.",
+				[]string{"model"}, nil),
+			of: map[string]func() int{},
+		},
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    prefix + "_router_queue_wait_seconds",
 			Help:    "Time the requests admitted from the queue waited in it.",
@@ -51,10 +55,20 @@ func NewMetrics(reg prometheus.Registerer, prefix string) (*Metrics, error) {
 	return m, nil
 }
 
-func (m *Metrics) state(model string, pending, saturated int) {
+// pendingGauge returns the model's queue-length gauge (nil for a nil m).
+func (m *Metrics) pendingGauge(model string) prometheus.Gauge {
+	if m == nil {
+		return nil
+	}
+	return m.pending.WithLabelValues(model)
+}
+
+// countSaturated makes count the source of the model's saturated-workers
+// gauge, read when the metrics are collected: the count needs every
+// worker's load, too much to work out at each admission and release.
+func (m *Metrics) countSaturated(model string, count func() int) {
 	if m != nil {
-		m.pending.WithLabelValues(model).Set(float64(pending))
-		m.saturated.WithLabelValues(model).Set(float64(saturated))
+		m.saturated.set(model, count)
 	}
 }
 
@@ -80,9 +94,40 @@ func (m *Metrics) requeue(model, reason string) {
 func (m *Metrics) Remove(model string) {
 	if m != nil {
 		m.pending.DeleteLabelValues(model)
-		m.saturated.DeleteLabelValues(model)
+		m.saturated.set(model, nil)
 		m.wait.DeleteLabelValues(model)
 		m.refused.DeletePartialMatch(prometheus.Labels{"model": model})
 		m.requeued.DeletePartialMatch(prometheus.Labels{"model": model})
+	}
+}
+
+// saturatedWorkers is the saturated-workers gauge of every model, each
+// counted by its stage when collected.
+type saturatedWorkers struct {
+	desc *prometheus.Desc
+	mu   sync.Mutex
+	of   map[string]func() int
+}
+
+// set makes count the model's source; nil drops the model's series.
+func (g *saturatedWorkers) set(model string, count func() int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if count == nil {
+		delete(g.of, model)
+		return
+	}
+	g.of[model] = count
+}
+
+func (g *saturatedWorkers) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *saturatedWorkers) Collect(ch chan<- prometheus.Metric) {
+	g.mu.Lock()
+	counts := make(map[string]func() int, len(g.of))
+	maps.Copy(counts, g.of)
+	g.mu.Unlock()
+	for model, count := range counts {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(count()), model)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/dynamo-go/dynamo/pkg/backend"
 	"github.com/dynamo-go/dynamo/pkg/runtime"
 )
@@ -88,6 +90,7 @@ type Stage struct {
 	cfg     Config
 	log     *slog.Logger
 	order   func(*waiter) float64
+	pending prometheus.Gauge // the queue-length gauge; nil without metrics
 
 	mu       sync.Mutex
 	admitted int // requests holding a slot: admitted, not yet ended
@@ -114,7 +117,9 @@ func New(workers Workers, cfg Config) *Stage {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Stage{workers: workers, cfg: cfg, log: log, order: orderOf(cfg.Policy)}
+	s := &Stage{workers: workers, cfg: cfg, log: log, order: orderOf(cfg.Policy), pending: cfg.Metrics.pendingGauge(cfg.Model)}
+	cfg.Metrics.countSaturated(cfg.Model, s.saturatedWorkers)
+	return s
 }
 
 // Before makes next the stage after s, whose Generate runs the admitted
@@ -376,11 +381,18 @@ func (s *Stage) capacity() int {
 	return s.cfg.WorkerLimit
 }
 
-// publishLocked updates the gauges.
+// publishLocked updates the queue-length gauge (the saturated workers
+// are counted when the metrics are collected: saturatedWorkers).
 func (s *Stage) publishLocked() {
-	if s.cfg.Metrics == nil {
-		return
+	if s.pending != nil {
+		s.pending.Set(float64(s.queue.Len()))
 	}
+}
+
+// saturatedWorkers counts the model's saturated workers.
+func (s *Stage) saturatedWorkers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	loads, _ := s.workers.Loads()
 	n := 0
 	for _, l := range loads {
@@ -388,7 +400,7 @@ func (s *Stage) publishLocked() {
 			n++
 		}
 	}
-	s.cfg.Metrics.state(s.cfg.Model, s.queue.Len(), n)
+	return n
 }
 
 // Unsaturated returns the ids among candidates that are not saturated,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // OrderedMap is a string-keyed mapping that keeps insertion order, like a
@@ -82,6 +83,9 @@ func (o *OrderedMap) MarshalJSON() ([]byte, error) {
 // *OrderedMap, arrays []any, integers int64, other numbers float64,
 // null nil.
 func DecodeJSON(b []byte) (any, error) {
+	if s, ok := plainString(b); ok {
+		return s, nil // a message's role, say: no decoder needed
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	v, err := decodeValue(dec)
@@ -143,4 +147,23 @@ func decodeValue(dec *json.Decoder) (any, error) {
 	default:
 		return t, nil // string, bool, nil
 	}
+}
+
+// plainString returns the string b holds when b is exactly a JSON string
+// without escapes or control bytes whose bytes are valid UTF-8: what a
+// decoder would return for it.
+func plainString(b []byte) (string, bool) {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return "", false
+	}
+	in := b[1 : len(b)-1]
+	for _, c := range in {
+		if c == '"' || c == '\\' || c < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
 }
