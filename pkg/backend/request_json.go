@@ -48,8 +48,13 @@ func (p *PromptJSON) of(ids []uint32) []byte {
 	return p.json
 }
 
-// MarshalJSON writes r as encoding/json would, the prompt's ids directly.
+// MarshalJSON writes r as encoding/json would: directly
+// (request_append.go), or through encoding/json with the prompt's ids
+// written directly.
 func (r *Request) MarshalJSON() ([]byte, error) {
+	if b, ok := appendRequestJSON(make([]byte, 0, 512+len(r.TokenIDs)*11), r); ok {
+		return b, nil
+	}
 	rest := requestFields(*r)
 	rest.TokenIDs = nil
 	b, err := json.Marshal(&rest)

@@ -3,9 +3,12 @@ package backend
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
 // MarshalJSON writes what encoding/json writes for the plain struct.
@@ -151,14 +154,29 @@ func TestAppendTokenIDs(t *testing.T) {
 }
 
 func BenchmarkRequestMarshalJSON(b *testing.B) {
-	r := &Request{Model: "m", TokenIDs: make([]uint32, 57000)}
-	for i := range r.TokenIDs {
-		r.TokenIDs[i] = uint32(i * 2654435761 % 151643)
-	}
-	for b.Loop() {
-		if _, err := r.MarshalJSON(); err != nil {
-			b.Fatal(err)
+	for _, n := range []int{100, 57000} {
+		r := &Request{Model: "demo", TokenIDs: make([]uint32, n), EOSTokenIDs: []uint32{511, 508}, Annotations: []string{},
+			MDCSum: "sha256:0c566541b90a2785617b5191fe5eb484f46f6a0d64880a84871cb5df4a5c4eaf",
+			StopConditions: StopConditions{MaxTokens: Ptr(uint32(16)), StopTokenIDsHidden: []uint32{511, 508}}}
+		for i := range r.TokenIDs {
+			r.TokenIDs[i] = uint32(i * 2654435761 % 151643)
 		}
+		b.Run(fmt.Sprintf("ids=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := r.MarshalJSON(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("ids=%d/encoding-json", n), func(b *testing.B) {
+			r := *r
+			r.ExtraArgs = json.RawMessage(`{}`) // the encoding/json path
+			for b.Loop() {
+				if _, err := r.MarshalJSON(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -227,4 +245,84 @@ func BenchmarkDecodeRequest(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzRequestJSON: MarshalJSON writes what encoding/json writes for the
+// plain struct, for requests built from the fuzzer's strings, numbers and
+// flags (each bit sets one optional field).
+func FuzzRequestJSON(f *testing.F) {
+	f.Add("demo", "a<b>&\"\\\n\t\b\f\x01é\u2028\xff", 0.7, int64(-3), uint32(16), uint64(0), []byte{1, 2, 3})
+	f.Add("", "", 1e-7, int64(0), uint32(0), uint64(1<<40), []byte(nil))
+	f.Add("m", "s", 1e21, int64(1<<62), uint32(1<<31), uint64(1<<63-1), []byte{})
+	f.Add("m", "s", math.Inf(1), int64(1), uint32(1), uint64(0xfffff), []byte{9})
+	f.Fuzz(func(t *testing.T, model, s string, x float64, n int64, u uint32, flags uint64, ids []byte) {
+		bit := func(i int) bool { return flags>>i&1 == 1 }
+		r := &Request{Model: model, MDCSum: s, MigratedTokens: int(n % 1000)}
+		if bit(0) {
+			r.TokenIDs = []uint32{}
+			for _, c := range ids {
+				r.TokenIDs = append(r.TokenIDs, uint32(c)*u)
+			}
+		}
+		if bit(1) {
+			r.EOSTokenIDs = []uint32{u}
+		}
+		if bit(2) {
+			r.Annotations = []string{s, model}
+		}
+		sc := &r.StopConditions
+		if bit(3) {
+			sc.MaxTokens, sc.MinTokens, sc.MaxThinkingTokens = &u, &u, &u
+		}
+		if bit(4) {
+			sc.Stop, sc.StopTokenIDs, sc.StopTokenIDsHidden, sc.StopTokenIDsVisible = []string{s}, []uint32{u}, []uint32{1, u}, []uint32{}
+			sc.IgnoreEOS = Ptr(bit(5))
+		}
+		so := &r.SamplingOptions
+		if bit(6) {
+			so.Temperature, so.TopP, so.MinP, so.PresencePenalty = &x, Ptr(-x), Ptr(x/3), Ptr(x*1e10)
+			so.FrequencyPenalty, so.RepetitionPenalty, so.LengthPenalty = Ptr(1/x), Ptr(x*x), Ptr(float64(n))
+		}
+		if bit(7) {
+			so.N, so.BestOf, so.TopK, so.Seed = Ptr(int(n)), Ptr(int(u)), Ptr(-int(n)), &n
+			so.UseBeamSearch, so.IncludeStopStrInOutput = Ptr(bit(8)), Ptr(!bit(8))
+		}
+		if bit(9) {
+			oo := &r.OutputOptions
+			oo.Logprobs, oo.PromptLogprobs = &u, Ptr(u/2)
+			oo.SkipSpecialTokens, oo.FormattedPrompt, oo.ReturnTokensAsTokenIDs = Ptr(bit(10)), Ptr(bit(11)), Ptr(bit(12))
+		}
+		if bit(13) {
+			r.Routing = &Routing{BackendInstanceID: Ptr(uint64(u)), PrefillWorkerID: Ptr(flags), DecodeWorkerID: Ptr(uint64(n)),
+				DPRank: &u, PrefillDPRank: Ptr(u + 1), ExpectedOutputTokens: Ptr(u / 3), LoraName: &s, CacheSalt: &model,
+				Priority: Ptr(int(n)), StrictPriority: Ptr(bit(14))}
+		}
+		if bit(15) {
+			r.Routing = &Routing{}
+		}
+		if bit(16) {
+			r.Embedding = &EmbeddingOptions{}
+			if bit(17) {
+				r.Embedding.Dimensions = Ptr(int(u))
+			}
+		}
+		if bit(18) {
+			r.MigrationLink = &telemetry.Link{TraceID: s, SpanID: model}
+		}
+		if bit(19) {
+			r.Postprocess = &Postprocess{Chat: bit(20), Thinking: bit(21), ToolChoice: s, ToolName: model, SingleToolCall: bit(22)}
+			if bit(23) {
+				r.Postprocess.Tools = []string{s}
+			}
+		}
+		r.HealthCheck = bit(24)
+		if bit(25) {
+			r.ExtraArgs = json.RawMessage(`{"a":1}`)
+		}
+		got, gerr := json.Marshal(r)
+		want, werr := json.Marshal((*requestFields)(r))
+		if (gerr == nil) != (werr == nil) || string(got) != string(want) {
+			t.Fatalf("MarshalJSON\n got %s (%v)\nwant %s (%v)", got, gerr, want, werr)
+		}
+	})
 }
