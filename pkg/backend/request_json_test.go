@@ -156,7 +156,7 @@ func TestAppendTokenIDs(t *testing.T) {
 func BenchmarkRequestMarshalJSON(b *testing.B) {
 	for _, n := range []int{100, 57000} {
 		r := &Request{Model: "demo", TokenIDs: make([]uint32, n), EOSTokenIDs: []uint32{511, 508}, Annotations: []string{},
-			MDCSum: "sha256:0c566541b90a2785617b5191fe5eb484f46f6a0d64880a84871cb5df4a5c4eaf",
+			MDCSum:         "sha256:0c566541b90a2785617b5191fe5eb484f46f6a0d64880a84871cb5df4a5c4eaf",
 			StopConditions: StopConditions{MaxTokens: Ptr(uint32(16)), StopTokenIDsHidden: []uint32{511, 508}}}
 		for i := range r.TokenIDs {
 			r.TokenIDs[i] = uint32(i * 2654435761 % 151643)
