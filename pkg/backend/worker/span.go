@@ -37,20 +37,23 @@ type engineSpan struct {
 // runtime's handling span), linked to the engine span of the attempt req
 // continues, if any.
 func (w *server) startEngineSpan(ctx context.Context, req *backend.Request) (context.Context, *engineSpan) {
-	attrs := []attribute.KeyValue{
-		attribute.String("model", req.Model),
-		attribute.Int("input_tokens", len(req.TokenIDs)),
-		attribute.String("disagg_role", w.cfg.DisaggregationMode),
-	}
-	opts := []trace.SpanStartOption{trace.WithAttributes(attrs...)}
-	if l := req.MigrationLink; l != nil {
-		if link, ok := l.OTel(); ok {
-			opts = append(opts, trace.WithLinks(link), trace.WithAttributes(
-				attribute.String("migration_trace_id", l.TraceID), attribute.String("migration_span_id", l.SpanID)))
-		}
+	var opts []trace.SpanStartOption
+	l := req.MigrationLink
+	link, linked := l.OTel()
+	if linked {
+		opts = append(opts, trace.WithLinks(link))
 	}
 	ctx, span := w.tracer.Start(ctx, "engine.generate", opts...)
 	rec := span.IsRecording()
+	if rec { // a span the caller does not sample records nothing: no attributes to build
+		span.SetAttributes(
+			attribute.String("model", req.Model),
+			attribute.Int("input_tokens", len(req.TokenIDs)),
+			attribute.String("disagg_role", w.cfg.DisaggregationMode))
+		if linked {
+			span.SetAttributes(attribute.String("migration_trace_id", l.TraceID), attribute.String("migration_span_id", l.SpanID))
+		}
+	}
 	return ctx, &engineSpan{span: span, recording: rec, timed: rec || w.log.Enabled(ctx, slog.LevelDebug), start: time.Now()}
 }
 
