@@ -151,6 +151,7 @@ func (l *muxLink) attach(o *muxOut) error {
 		return fmt.Errorf("runtime: stream id %d is already open on the shared connection to %s", o.id, l.key.addr)
 	}
 	l.streams[o.id] = slot
+	l.w.streams.Store(int64(len(l.streams)))
 	if l.idle != nil {
 		l.idle.Stop()
 	}
@@ -177,6 +178,7 @@ func (l *muxLink) remove(slot *muxSlot) {
 		return
 	}
 	delete(l.streams, slot.o.id)
+	l.w.streams.Store(int64(len(l.streams)))
 	if len(l.streams) > 0 || l.pool.idleTimeout <= 0 {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"net"
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dynamo-go/dynamo/pkg/runtime/internal/codec"
 )
@@ -16,6 +17,10 @@ type linkWriter struct {
 	conn    net.Conn
 	onErr   func(error) // the connection failed
 	onWrite func()      // a write starts (nil: nothing)
+
+	// streams is how many streams the link holds (muxLink keeps it): a
+	// writer yields for company only when there can be some.
+	streams atomic.Int64
 
 	mu      sync.Mutex
 	flushed sync.Cond // broadcast after every write
@@ -54,11 +59,15 @@ func (w *linkWriter) queue(add func([]byte) []byte) (int64, error) {
 		return end, nil
 	}
 	w.writing = true
-	// Streams woken by the same engine step are usually runnable now:
-	// letting them queue their frames first makes one write of many.
-	w.mu.Unlock()
-	goruntime.Gosched()
-	w.mu.Lock()
+	if w.streams.Load() > 1 {
+		// Streams woken by the same engine step are usually runnable
+		// now: letting them queue their frames first makes one write of
+		// many. A lone stream's frame (a request's first token at low
+		// load, say) does not wait in the run queue for nobody.
+		w.mu.Unlock()
+		goruntime.Gosched()
+		w.mu.Lock()
+	}
 	for len(w.buf) > 0 && w.err == nil {
 		out := w.buf
 		w.buf = w.spare[:0]
