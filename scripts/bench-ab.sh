@@ -8,7 +8,9 @@
 # (64 closed-loop clients, 8,000). It reports the medians over the rounds of
 # the TTFT the stack adds to the baseline of the same round, the request
 # throughput, and the frontend's and the mocker's CPU time per request
-# (utime + stime from /proc). Needs jq and curl.
+# (utime + stime from /proc); then, round by round, each tree's
+# saturation throughput against the bare server's of that round and the
+# TTFT it added at 500 req/s. Needs jq and curl.
 #
 # Usage: scripts/bench-ab.sh REV [ROUNDS]     (default 6 rounds)
 #

@@ -37,6 +37,7 @@ type mockerFlags struct {
 	extraEngineArgs     *string
 	numWorkers          *int
 	deterministic       *bool
+	outputPerToken      *bool
 	exitAfter           *int
 	dropAfter           *int
 	stallAfter          *int
@@ -91,6 +92,7 @@ func registerMocker(s *envflag.Set) *mockerFlags {
 		extraEngineArgs:     s.String("extra-engine-args", "", "JSON file with MockEngineArgs (num_gpu_blocks, block_size, ...) overriding the flags", envName("extra-engine-args")),
 		numWorkers:          intFlag("num-workers", 1, "mocker workers in this process, each with its own runtime and instance id"),
 		deterministic:       boolFlag("deterministic", false, "output token at position i is a pure function of (request seed, i): same answer on every worker"),
+		outputPerToken:      boolFlag("output-per-token", false, "send every token as its own output, even those a stream that fell behind takes together (which vLLM merges, as the mocker does by default): the client gets a chunk per token"),
 		exitAfter:           intFlag("exit-after-tokens", 0, "fault injection: exit the process after emitting this many tokens (0 = off)"),
 		dropAfter:           intFlag("drop-after-tokens", 0, "fault injection: drop each stream after this many tokens (0 = off)"),
 		stallAfter:          intFlag("stall-after-tokens", 0, "fault injection: stall each stream after this many tokens (0 = off)"),
@@ -213,6 +215,7 @@ func (m *mockerFlags) config() (mocker.Config, string, error) {
 	c.StartupTime = time.Duration(*m.startupTime * float64(time.Second))
 	c.ContextLength = *m.contextLength
 	c.Deterministic = *m.deterministic
+	c.OutputPerToken = *m.outputPerToken
 	c.ExitAfterTokens = *m.exitAfter
 	c.DropAfterTokens = *m.dropAfter
 	c.StallAfterTokens = *m.stallAfter

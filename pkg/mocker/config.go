@@ -73,6 +73,13 @@ type Config struct {
 	// SchemaInstance). Nil: no scripts.
 	Script func(req *backend.Request, choice int) (ids []uint32, ok bool)
 
+	// OutputPerToken sends every token as its own output. By default the
+	// tokens a stream takes together (it fell behind the scheduler: a busy
+	// caller, or a speedup so high that many passes run between two
+	// reads) leave as one output, as vLLM's output collector merges a
+	// request's deltas.
+	OutputPerToken bool
+
 	// ExitAfterTokens, when > 0, calls Exit(1) once the engine has emitted
 	// that many tokens in total, over all requests. Zero: off.
 	ExitAfterTokens int

@@ -91,6 +91,23 @@ func TestGenerateMergesTokensForALateConsumer(t *testing.T) {
 				len(withLP.outs), withLP.tokens(), quick.tokens())
 		}
 	})
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := startEngine(t, func(c *Config) { c.OutputPerToken = true })
+		defer stopEngine(t, e)
+		late := collector{onToken: func(n int) error {
+			if n == 1 {
+				time.Sleep(time.Second)
+			}
+			return nil
+		}}
+		if err := e.Generate(t.Context(), request(prompt(0, 100), 12, 7), late.emit); err != nil {
+			t.Fatal(err)
+		}
+		late.terminal(t)
+		if len(late.outs) != 13 {
+			t.Errorf("OutputPerToken: %d outputs, want 13 (one per token, then the terminal)", len(late.outs))
+		}
+	})
 }
 
 func TestGenerateDefaultMaxTokensAndEOS(t *testing.T) {

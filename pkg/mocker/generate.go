@@ -184,9 +184,10 @@ func (e *Engine) stream(ctx context.Context, rk *rank, seqs []*sequence, req *ba
 	// one output, as vLLM's output collector merges a request's deltas
 	// when its consumer falls behind: one frame, one decode, one chunk
 	// for the client, instead of one per token. At real step times a
-	// stream finds one token at a time and nothing changes. Logprobs and
-	// the token-counting faults keep one output per token.
-	merge := !prefill && req.OutputOptions.Logprobs == nil &&
+	// stream finds one token at a time and nothing changes. Logprobs, the
+	// token-counting faults and Config.OutputPerToken keep one output per
+	// token.
+	merge := !prefill && req.OutputOptions.Logprobs == nil && !e.cfg.OutputPerToken &&
 		e.cfg.ExitAfterTokens == 0 && e.cfg.DropAfterTokens == 0 && e.cfg.StallAfterTokens == 0
 	var buf []uint32
 	for {
