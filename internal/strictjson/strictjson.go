@@ -10,7 +10,9 @@
 //
 // It serves the messages the stack writes itself on the hot path (a
 // request to a worker, its headers, an engine's terminal output), whose
-// shapes it covers.
+// shapes it covers. AppendString is the other direction: a string
+// written exactly as encoding/json writes it, for the writers of those
+// messages that do without reflection.
 package strictjson
 
 import (
@@ -435,4 +437,122 @@ func (r *Reader) Strings() []string {
 		return nil
 	}
 	return out
+}
+
+// The Opt readers follow encoding/json for a pointer field: null is nil,
+// anything else the value read.
+
+// OptString reads a string or null.
+func (r *Reader) OptString() *string {
+	if r.Null() {
+		return nil
+	}
+	v := r.String()
+	return &v
+}
+
+// OptBool reads a boolean or null.
+func (r *Reader) OptBool() *bool {
+	if r.Null() {
+		return nil
+	}
+	v := r.Bool()
+	return &v
+}
+
+// OptInt reads an int or null.
+func (r *Reader) OptInt() *int {
+	if r.Null() {
+		return nil
+	}
+	v := int(r.Int(strconv.IntSize))
+	return &v
+}
+
+// OptInt64 reads an int64 or null.
+func (r *Reader) OptInt64() *int64 {
+	if r.Null() {
+		return nil
+	}
+	v := r.Int(64)
+	return &v
+}
+
+// OptUint32 reads a uint32 or null.
+func (r *Reader) OptUint32() *uint32 {
+	if r.Null() {
+		return nil
+	}
+	v := uint32(r.Uint(32))
+	return &v
+}
+
+// OptUint64 reads a uint64 or null.
+func (r *Reader) OptUint64() *uint64 {
+	if r.Null() {
+		return nil
+	}
+	v := r.Uint(64)
+	return &v
+}
+
+// OptFloat reads a float64 or null.
+func (r *Reader) OptFloat() *float64 {
+	if r.Null() {
+		return nil
+	}
+	v := r.Float()
+	return &v
+}
+
+// AppendString appends s as a JSON string exactly as encoding/json writes
+// it: '"' and '\\' escaped, \b \f \n \r \t by name, other control bytes
+// (and, with escapeHTML, '<', '>' and '&') as \u00XX, U+2028 and U+2029
+// escaped, invalid UTF-8 as \ufffd.
+func AppendString(b []byte, s string, escapeHTML bool) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && (!escapeHTML || c != '<' && c != '>' && c != '&') {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(append(b, s[start:]...), '"')
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -96,4 +97,25 @@ func TestOutsideTheSubset(t *testing.T) {
 			t.Errorf("%s: read as within the subset", tc.in)
 		}
 	}
+}
+
+// AppendString writes what encoding/json writes, with HTML escaping and
+// without.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"plain", "a<b>&\"\\\n\t\b\f\x01\x7f", "é✓\u2028\u2029", "\xff\xfe", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := AppendString(nil, s, true); string(got) != string(want) {
+			t.Fatalf("AppendString(%q, html) = %s, encoding/json %s", s, got, want)
+		}
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(s)
+		if got := AppendString(nil, s, false); string(got)+"\n" != b.String() {
+			t.Fatalf("AppendString(%q) = %s, encoding/json %s", s, got, b.String())
+		}
+	})
 }

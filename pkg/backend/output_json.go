@@ -58,7 +58,7 @@ func decodeOutputStrict(b []byte, o *Output) bool {
 		case "finish_reason":
 			o.FinishReason = finishReason(r)
 		case "index":
-			o.Index = optUint32(r)
+			o.Index = r.OptUint32()
 		case "completion_usage":
 			o.CompletionUsage = usage(r, o.CompletionUsage)
 		case "worker_trace_link":

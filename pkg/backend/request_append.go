@@ -3,8 +3,8 @@ package backend
 import (
 	"math"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/dynamo-go/dynamo/internal/strictjson"
 	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
 
@@ -265,52 +265,5 @@ func (w *jsonWriter) link(k string, l *telemetry.Link) {
 	w.raw(`}`)
 }
 
-// str writes s as encoding/json does (HTML-escaped, invalid UTF-8 as
-// U+FFFD, U+2028 and U+2029 escaped).
-func (w *jsonWriter) str(s string) {
-	const hex = "0123456789abcdef"
-	b := append(w.b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(append(b, s[start:i]...), `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	w.b = append(append(b, s[start:]...), '"')
-}
+// str writes s as encoding/json does (HTML-escaped).
+func (w *jsonWriter) str(s string) { w.b = strictjson.AppendString(w.b, s, true) }

@@ -70,7 +70,7 @@ func stopConditions(r *strictjson.Reader, s *StopConditions) {
 	r.Object(func(key []byte) {
 		switch string(key) {
 		case "max_tokens":
-			s.MaxTokens = optUint32(r)
+			s.MaxTokens = r.OptUint32()
 		case "stop":
 			s.Stop = stringsOrNil(r)
 		case "stop_token_ids":
@@ -80,11 +80,11 @@ func stopConditions(r *strictjson.Reader, s *StopConditions) {
 		case "stop_token_ids_hidden":
 			s.StopTokenIDsHidden = uint32sOrNil(r, s.StopTokenIDsHidden)
 		case "min_tokens":
-			s.MinTokens = optUint32(r)
+			s.MinTokens = r.OptUint32()
 		case "ignore_eos":
-			s.IgnoreEOS = optBool(r)
+			s.IgnoreEOS = r.OptBool()
 		case "max_thinking_tokens":
-			s.MaxThinkingTokens = optUint32(r)
+			s.MaxThinkingTokens = r.OptUint32()
 		default:
 			r.Fail()
 		}
@@ -95,35 +95,31 @@ func samplingOptions(r *strictjson.Reader, s *SamplingOptions) {
 	r.Object(func(key []byte) {
 		switch string(key) {
 		case "n":
-			s.N = optInt(r)
+			s.N = r.OptInt()
 		case "best_of":
-			s.BestOf = optInt(r)
+			s.BestOf = r.OptInt()
 		case "presence_penalty":
-			s.PresencePenalty = optFloat(r)
+			s.PresencePenalty = r.OptFloat()
 		case "frequency_penalty":
-			s.FrequencyPenalty = optFloat(r)
+			s.FrequencyPenalty = r.OptFloat()
 		case "repetition_penalty":
-			s.RepetitionPenalty = optFloat(r)
+			s.RepetitionPenalty = r.OptFloat()
 		case "temperature":
-			s.Temperature = optFloat(r)
+			s.Temperature = r.OptFloat()
 		case "top_p":
-			s.TopP = optFloat(r)
+			s.TopP = r.OptFloat()
 		case "top_k":
-			s.TopK = optInt(r)
+			s.TopK = r.OptInt()
 		case "min_p":
-			s.MinP = optFloat(r)
+			s.MinP = r.OptFloat()
 		case "use_beam_search":
-			s.UseBeamSearch = optBool(r)
+			s.UseBeamSearch = r.OptBool()
 		case "length_penalty":
-			s.LengthPenalty = optFloat(r)
+			s.LengthPenalty = r.OptFloat()
 		case "seed":
-			if r.Null() {
-				s.Seed = nil
-			} else {
-				s.Seed = Ptr(r.Int(64))
-			}
+			s.Seed = r.OptInt64()
 		case "include_stop_str_in_output":
-			s.IncludeStopStrInOutput = optBool(r)
+			s.IncludeStopStrInOutput = r.OptBool()
 		default:
 			r.Fail()
 		}
@@ -134,15 +130,15 @@ func outputOptions(r *strictjson.Reader, o *OutputOptions) {
 	r.Object(func(key []byte) {
 		switch string(key) {
 		case "logprobs":
-			o.Logprobs = optUint32(r)
+			o.Logprobs = r.OptUint32()
 		case "prompt_logprobs":
-			o.PromptLogprobs = optUint32(r)
+			o.PromptLogprobs = r.OptUint32()
 		case "skip_special_tokens":
-			o.SkipSpecialTokens = optBool(r)
+			o.SkipSpecialTokens = r.OptBool()
 		case "formatted_prompt":
-			o.FormattedPrompt = optBool(r)
+			o.FormattedPrompt = r.OptBool()
 		case "return_tokens_as_token_ids":
-			o.ReturnTokensAsTokenIDs = optBool(r)
+			o.ReturnTokensAsTokenIDs = r.OptBool()
 		default:
 			r.Fail()
 		}
@@ -161,25 +157,25 @@ func routing(r *strictjson.Reader, into *Routing) *Routing {
 	r.Object(func(key []byte) {
 		switch string(key) {
 		case "backend_instance_id":
-			into.BackendInstanceID = optUint64(r)
+			into.BackendInstanceID = r.OptUint64()
 		case "prefill_worker_id":
-			into.PrefillWorkerID = optUint64(r)
+			into.PrefillWorkerID = r.OptUint64()
 		case "decode_worker_id":
-			into.DecodeWorkerID = optUint64(r)
+			into.DecodeWorkerID = r.OptUint64()
 		case "dp_rank":
-			into.DPRank = optUint32(r)
+			into.DPRank = r.OptUint32()
 		case "prefill_dp_rank":
-			into.PrefillDPRank = optUint32(r)
+			into.PrefillDPRank = r.OptUint32()
 		case "expected_output_tokens":
-			into.ExpectedOutputTokens = optUint32(r)
+			into.ExpectedOutputTokens = r.OptUint32()
 		case "lora_name":
-			into.LoraName = optString(r)
+			into.LoraName = r.OptString()
 		case "cache_salt":
-			into.CacheSalt = optString(r)
+			into.CacheSalt = r.OptString()
 		case "priority":
-			into.Priority = optInt(r)
+			into.Priority = r.OptInt()
 		case "strict_priority":
-			into.StrictPriority = optBool(r)
+			into.StrictPriority = r.OptBool()
 		default:
 			r.Fail()
 		}
@@ -199,7 +195,7 @@ func embedding(r *strictjson.Reader, into *EmbeddingOptions) *EmbeddingOptions {
 			r.Fail()
 			return
 		}
-		into.Dimensions = optInt(r)
+		into.Dimensions = r.OptInt()
 	})
 	return into
 }
@@ -273,48 +269,6 @@ func setBool(r *strictjson.Reader, b *bool) {
 	if !r.Null() {
 		*b = r.Bool()
 	}
-}
-
-func optString(r *strictjson.Reader) *string {
-	if r.Null() {
-		return nil
-	}
-	return Ptr(r.String())
-}
-
-func optBool(r *strictjson.Reader) *bool {
-	if r.Null() {
-		return nil
-	}
-	return Ptr(r.Bool())
-}
-
-func optUint32(r *strictjson.Reader) *uint32 {
-	if r.Null() {
-		return nil
-	}
-	return Ptr(uint32(r.Uint(32)))
-}
-
-func optUint64(r *strictjson.Reader) *uint64 {
-	if r.Null() {
-		return nil
-	}
-	return Ptr(r.Uint(64))
-}
-
-func optInt(r *strictjson.Reader) *int {
-	if r.Null() {
-		return nil
-	}
-	return Ptr(int(r.Int(strconv.IntSize)))
-}
-
-func optFloat(r *strictjson.Reader) *float64 {
-	if r.Null() {
-		return nil
-	}
-	return Ptr(r.Float())
 }
 
 // uint32sOrNil reads an array of ids, reusing into's array as

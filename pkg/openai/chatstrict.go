@@ -1,10 +1,6 @@
 package openai
 
-import (
-	"strconv"
-
-	"github.com/dynamo-go/dynamo/internal/strictjson"
-)
+import "github.com/dynamo-go/dynamo/internal/strictjson"
 
 // Once splitMessages has read the messages, what is left of a chat body
 // is a few scalars (model, stream, max_tokens, sampling parameters).
@@ -42,53 +38,53 @@ func decodeChatTopStrict(rest []byte, r *ChatCompletionRequest) bool {
 		case "stream_options":
 			r.StreamOptions = streamOptions(s, r.StreamOptions)
 		case "n":
-			r.N = optInt(s)
+			r.N = s.OptInt()
 		case "max_tokens":
-			r.MaxTokens = optInt64(s)
+			r.MaxTokens = s.OptInt64()
 		case "max_completion_tokens":
-			r.MaxCompletionTokens = optInt64(s)
+			r.MaxCompletionTokens = s.OptInt64()
 		case "temperature":
-			r.Temperature = optFloat(s)
+			r.Temperature = s.OptFloat()
 		case "top_p":
-			r.TopP = optFloat(s)
+			r.TopP = s.OptFloat()
 		case "frequency_penalty":
-			r.FrequencyPenalty = optFloat(s)
+			r.FrequencyPenalty = s.OptFloat()
 		case "presence_penalty":
-			r.PresencePenalty = optFloat(s)
+			r.PresencePenalty = s.OptFloat()
 		case "seed":
-			r.Seed = optInt64(s)
+			r.Seed = s.OptInt64()
 		case "logprobs":
-			r.Logprobs = optBool(s)
+			r.Logprobs = s.OptBool()
 		case "top_logprobs":
-			r.TopLogprobs = optInt(s)
+			r.TopLogprobs = s.OptInt()
 		case "parallel_tool_calls":
-			r.ParallelToolCalls = optBool(s)
+			r.ParallelToolCalls = s.OptBool()
 		case "user":
 			if !s.Null() {
 				r.User = s.String()
 			}
 		case "add_generation_prompt":
-			r.AddGenerationPrompt = optBool(s)
+			r.AddGenerationPrompt = s.OptBool()
 		case "continue_final_message":
-			r.ContinueFinalMessage = optBool(s)
+			r.ContinueFinalMessage = s.OptBool()
 		case "ignore_eos":
-			r.IgnoreEOS = optBool(s)
+			r.IgnoreEOS = s.OptBool()
 		case "min_tokens":
-			r.MinTokens = optUint32(s)
+			r.MinTokens = s.OptUint32()
 		case "top_k":
-			r.TopK = optInt(s)
+			r.TopK = s.OptInt()
 		case "min_p":
-			r.MinP = optFloat(s)
+			r.MinP = s.OptFloat()
 		case "repetition_penalty":
-			r.RepetitionPenalty = optFloat(s)
+			r.RepetitionPenalty = s.OptFloat()
 		case "include_stop_str_in_output":
-			r.IncludeStopStrInOutput = optBool(s)
+			r.IncludeStopStrInOutput = s.OptBool()
 		case "skip_special_tokens":
-			r.SkipSpecialTokens = optBool(s)
+			r.SkipSpecialTokens = s.OptBool()
 		case "return_tokens_as_token_ids":
-			r.ReturnTokensAsTokenIDs = optBool(s)
+			r.ReturnTokensAsTokenIDs = s.OptBool()
 		case "detokenize":
-			r.Detokenize = optBool(s)
+			r.Detokenize = s.OptBool()
 		default:
 			s.Fail()
 		}
@@ -119,46 +115,4 @@ func streamOptions(s *strictjson.Reader, into *StreamOptions) *StreamOptions {
 		}
 	})
 	return into
-}
-
-// The value readers follow encoding/json: null sets a pointer to nil.
-
-func optBool(s *strictjson.Reader) *bool {
-	if s.Null() {
-		return nil
-	}
-	v := s.Bool()
-	return &v
-}
-
-func optInt(s *strictjson.Reader) *int {
-	if s.Null() {
-		return nil
-	}
-	v := int(s.Int(strconv.IntSize))
-	return &v
-}
-
-func optInt64(s *strictjson.Reader) *int64 {
-	if s.Null() {
-		return nil
-	}
-	v := s.Int(64)
-	return &v
-}
-
-func optUint32(s *strictjson.Reader) *uint32 {
-	if s.Null() {
-		return nil
-	}
-	v := uint32(s.Uint(32))
-	return &v
-}
-
-func optFloat(s *strictjson.Reader) *float64 {
-	if s.Null() {
-		return nil
-	}
-	v := s.Float()
-	return &v
 }

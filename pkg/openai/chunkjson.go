@@ -2,7 +2,8 @@ package openai
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/dynamo-go/dynamo/internal/strictjson"
 )
 
 // appendChunkJSON appends the JSON of the streamed chunks the hot path
@@ -124,59 +125,6 @@ func appendOptString(b []byte, s *string) []byte {
 	return appendString(b, *s)
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendString appends s as a JSON string exactly as encoding/json does
-// with HTML escaping off: '"' and '\\' escaped, \b \f \n \r \t by name,
-// other control characters and U+2028, U+2029 as \u00XX / \u202X, and
-// invalid UTF-8 replaced by \ufffd.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// with HTML escaping off.
+func appendString(b []byte, s string) []byte { return strictjson.AppendString(b, s, false) }
