@@ -46,16 +46,7 @@ func (r *Reader) End() bool {
 	return !r.bad && r.i == len(r.b)
 }
 
-func (r *Reader) ws() {
-	for r.i < len(r.b) {
-		switch r.b[r.i] {
-		case ' ', '\t', '\n', '\r':
-			r.i++
-		default:
-			return
-		}
-	}
-}
+func (r *Reader) ws() { r.i = skipSpace(r.b, r.i) }
 
 // peek returns the next byte after whitespace (0 at the end).
 func (r *Reader) peek() byte {
@@ -439,71 +430,66 @@ func (r *Reader) Strings() []string {
 	return out
 }
 
-// The Opt readers follow encoding/json for a pointer field: null is nil,
-// anything else the value read.
+// The Opt readers follow encoding/json for a pointer field (null is nil,
+// anything else the value read), the Into readers for a plain one (null
+// leaves it as it is).
+
+// opt reads null as nil, anything else with read.
+func opt[T any](r *Reader, read func() T) *T {
+	if r.Null() {
+		return nil
+	}
+	v := read()
+	return &v
+}
+
+// into reads null as nothing, anything else with read into dst.
+func into[T any](r *Reader, dst *T, read func() T) {
+	if !r.Null() {
+		*dst = read()
+	}
+}
+
+func (r *Reader) int() int       { return int(r.Int(strconv.IntSize)) }
+func (r *Reader) int64() int64   { return r.Int(64) }
+func (r *Reader) uint32() uint32 { return uint32(r.Uint(32)) }
+func (r *Reader) uint64() uint64 { return r.Uint(64) }
 
 // OptString reads a string or null.
-func (r *Reader) OptString() *string {
-	if r.Null() {
-		return nil
-	}
-	v := r.String()
-	return &v
-}
+func (r *Reader) OptString() *string { return opt(r, r.String) }
 
 // OptBool reads a boolean or null.
-func (r *Reader) OptBool() *bool {
-	if r.Null() {
-		return nil
-	}
-	v := r.Bool()
-	return &v
-}
+func (r *Reader) OptBool() *bool { return opt(r, r.Bool) }
 
 // OptInt reads an int or null.
-func (r *Reader) OptInt() *int {
-	if r.Null() {
-		return nil
-	}
-	v := int(r.Int(strconv.IntSize))
-	return &v
-}
+func (r *Reader) OptInt() *int { return opt(r, r.int) }
 
 // OptInt64 reads an int64 or null.
-func (r *Reader) OptInt64() *int64 {
-	if r.Null() {
-		return nil
-	}
-	v := r.Int(64)
-	return &v
-}
+func (r *Reader) OptInt64() *int64 { return opt(r, r.int64) }
 
 // OptUint32 reads a uint32 or null.
-func (r *Reader) OptUint32() *uint32 {
-	if r.Null() {
-		return nil
-	}
-	v := uint32(r.Uint(32))
-	return &v
-}
+func (r *Reader) OptUint32() *uint32 { return opt(r, r.uint32) }
 
 // OptUint64 reads a uint64 or null.
-func (r *Reader) OptUint64() *uint64 {
-	if r.Null() {
-		return nil
-	}
-	v := r.Uint(64)
-	return &v
-}
+func (r *Reader) OptUint64() *uint64 { return opt(r, r.uint64) }
 
 // OptFloat reads a float64 or null.
-func (r *Reader) OptFloat() *float64 {
-	if r.Null() {
-		return nil
-	}
-	v := r.Float()
-	return &v
-}
+func (r *Reader) OptFloat() *float64 { return opt(r, r.Float) }
+
+// StringInto reads a string into dst, or null.
+func (r *Reader) StringInto(dst *string) { into(r, dst, r.String) }
+
+// BoolInto reads a boolean into dst, or null.
+func (r *Reader) BoolInto(dst *bool) { into(r, dst, r.Bool) }
+
+// IntInto reads an int into dst, or null.
+func (r *Reader) IntInto(dst *int) { into(r, dst, r.int) }
+
+// Int64Into reads an int64 into dst, or null.
+func (r *Reader) Int64Into(dst *int64) { into(r, dst, r.int64) }
+
+// Uint64Into reads a uint64 into dst, or null.
+func (r *Reader) Uint64Into(dst *uint64) { into(r, dst, r.uint64) }
 
 // AppendString appends s as a JSON string exactly as encoding/json writes
 // it: '"' and '\\' escaped, \b \f \n \r \t by name, other control bytes

@@ -111,11 +111,11 @@ func usage(r *strictjson.Reader, into *Usage) *Usage {
 	r.Object(func(key []byte) {
 		switch string(key) {
 		case "prompt_tokens":
-			setInt(r, &into.PromptTokens)
+			r.IntInto(&into.PromptTokens)
 		case "completion_tokens":
-			setInt(r, &into.CompletionTokens)
+			r.IntInto(&into.CompletionTokens)
 		case "total_tokens":
-			setInt(r, &into.TotalTokens)
+			r.IntInto(&into.TotalTokens)
 		case "prompt_tokens_details":
 			if r.Null() {
 				into.PromptTokensDetails = nil
@@ -130,7 +130,7 @@ func usage(r *strictjson.Reader, into *Usage) *Usage {
 					r.Fail()
 					return
 				}
-				setInt(r, &d.CachedTokens)
+				r.IntInto(&d.CachedTokens)
 			})
 		default:
 			r.Fail()

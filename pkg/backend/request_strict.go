@@ -1,8 +1,6 @@
 package backend
 
 import (
-	"strconv"
-
 	"github.com/dynamo-go/dynamo/internal/strictjson"
 	"github.com/dynamo-go/dynamo/pkg/telemetry"
 )
@@ -22,7 +20,7 @@ func decodeRequestStrict(b []byte, q *Request) bool {
 	r.Object(func(key []byte) {
 		switch string(key) {
 		case "model":
-			setString(r, &q.Model)
+			r.StringInto(&q.Model)
 		case "token_ids":
 			q.TokenIDs = uint32sOrNil(r, q.TokenIDs)
 		case "stop_conditions":
@@ -40,7 +38,7 @@ func decodeRequestStrict(b []byte, q *Request) bool {
 		case "eos_token_ids":
 			q.EOSTokenIDs = uint32sOrNil(r, q.EOSTokenIDs)
 		case "mdc_sum":
-			setString(r, &q.MDCSum)
+			r.StringInto(&q.MDCSum)
 		case "annotations":
 			q.Annotations = stringsOrNil(r)
 		case "routing":
@@ -48,17 +46,13 @@ func decodeRequestStrict(b []byte, q *Request) bool {
 		case "embedding":
 			q.Embedding = embedding(r, q.Embedding)
 		case "migrated_tokens":
-			if !r.Null() {
-				q.MigratedTokens = int(r.Int(strconv.IntSize))
-			}
+			r.IntInto(&q.MigratedTokens)
 		case "postprocess":
 			q.Postprocess = postprocess(r, q.Postprocess)
 		case "migration_link":
 			q.MigrationLink = traceLink(r, q.MigrationLink)
 		case "_HEALTH_CHECK":
-			if !r.Null() {
-				q.HealthCheck = r.Bool()
-			}
+			r.BoolInto(&q.HealthCheck)
 		default:
 			r.Fail()
 		}
@@ -210,15 +204,15 @@ func postprocess(r *strictjson.Reader, into *Postprocess) *Postprocess {
 	r.Object(func(key []byte) {
 		switch string(key) {
 		case "chat":
-			setBool(r, &into.Chat)
+			r.BoolInto(&into.Chat)
 		case "thinking":
-			setBool(r, &into.Thinking)
+			r.BoolInto(&into.Thinking)
 		case "tool_choice":
-			setString(r, &into.ToolChoice)
+			r.StringInto(&into.ToolChoice)
 		case "tool_name":
-			setString(r, &into.ToolName)
+			r.StringInto(&into.ToolName)
 		case "single_tool_call":
-			setBool(r, &into.SingleToolCall)
+			r.BoolInto(&into.SingleToolCall)
 		case "tools":
 			into.Tools = stringsOrNil(r)
 		default:
@@ -240,9 +234,9 @@ func traceLink(r *strictjson.Reader, into *telemetry.Link) *telemetry.Link {
 	r.Object(func(key []byte) {
 		switch string(key) {
 		case "trace_id":
-			setString(r, &into.TraceID)
+			r.StringInto(&into.TraceID)
 		case "span_id":
-			setString(r, &into.SpanID)
+			r.StringInto(&into.SpanID)
 		default:
 			r.Fail()
 		}
@@ -250,26 +244,7 @@ func traceLink(r *strictjson.Reader, into *telemetry.Link) *telemetry.Link {
 	return into
 }
 
-// The value readers below follow encoding/json: null sets a pointer or a
-// slice to nil and leaves any other value as it was.
-
-func setString(r *strictjson.Reader, s *string) {
-	if !r.Null() {
-		*s = r.String()
-	}
-}
-
-func setInt(r *strictjson.Reader, n *int) {
-	if !r.Null() {
-		*n = int(r.Int(strconv.IntSize))
-	}
-}
-
-func setBool(r *strictjson.Reader, b *bool) {
-	if !r.Null() {
-		*b = r.Bool()
-	}
-}
+// The list readers below follow encoding/json: null sets a slice to nil.
 
 // uint32sOrNil reads an array of ids, reusing into's array as
 // encoding/json does, or nil for null.

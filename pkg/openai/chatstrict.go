@@ -20,9 +20,7 @@ func decodeChatTopStrict(rest []byte, r *ChatCompletionRequest) bool {
 	s.Object(func(key []byte) {
 		switch string(key) {
 		case "model":
-			if !s.Null() {
-				r.Model = s.String()
-			}
+			s.StringInto(&r.Model)
 		case "messages":
 			// splitMessages' placeholder: exactly once, empty.
 			if messages || s.Peek() != '[' {
@@ -32,9 +30,7 @@ func decodeChatTopStrict(rest []byte, r *ChatCompletionRequest) bool {
 			messages = true
 			s.Array(s.Fail)
 		case "stream":
-			if !s.Null() {
-				r.Stream = s.Bool()
-			}
+			s.BoolInto(&r.Stream)
 		case "stream_options":
 			r.StreamOptions = streamOptions(s, r.StreamOptions)
 		case "n":
@@ -60,9 +56,7 @@ func decodeChatTopStrict(rest []byte, r *ChatCompletionRequest) bool {
 		case "parallel_tool_calls":
 			r.ParallelToolCalls = s.OptBool()
 		case "user":
-			if !s.Null() {
-				r.User = s.String()
-			}
+			s.StringInto(&r.User)
 		case "add_generation_prompt":
 			r.AddGenerationPrompt = s.OptBool()
 		case "continue_final_message":
@@ -110,9 +104,7 @@ func streamOptions(s *strictjson.Reader, into *StreamOptions) *StreamOptions {
 			s.Fail()
 			return
 		}
-		if !s.Null() {
-			*b = s.Bool()
-		}
+		s.BoolInto(b)
 	})
 	return into
 }

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"encoding/json"
-	"strconv"
 
 	"github.com/dynamo-go/dynamo/internal/strictjson"
 )
@@ -26,21 +25,16 @@ func decodeRequestControl(b []byte, c *requestControl) error {
 
 func decodeRequestControlStrict(b []byte, c *requestControl) bool {
 	r := strictjson.New(b)
-	str := func(s *string) {
-		if !r.Null() {
-			*s = r.String()
-		}
-	}
 	r.Object(func(key []byte) {
 		switch string(key) {
 		case "id":
-			str(&c.ID)
+			r.StringInto(&c.ID)
 		case "request_type":
-			str(&c.RequestType)
+			r.StringInto(&c.RequestType)
 		case "response_type":
-			str(&c.ResponseType)
+			r.StringInto(&c.ResponseType)
 		case "payload_codec":
-			str(&c.PayloadCodec)
+			r.StringInto(&c.PayloadCodec)
 		case "connection_info":
 			if r.Null() {
 				return
@@ -48,9 +42,9 @@ func decodeRequestControlStrict(b []byte, c *requestControl) bool {
 			r.Object(func(key []byte) {
 				switch string(key) {
 				case "transport":
-					str(&c.ConnectionInfo.Transport)
+					r.StringInto(&c.ConnectionInfo.Transport)
 				case "info":
-					str(&c.ConnectionInfo.Info)
+					r.StringInto(&c.ConnectionInfo.Info)
 				default:
 					r.Fail()
 				}
@@ -71,9 +65,7 @@ func decodeRequestControlStrict(b []byte, c *requestControl) bool {
 				c.Metadata[string(key)] = r.String()
 			})
 		case "frontend_send_ts_ns":
-			if !r.Null() {
-				c.FrontendSendTsN = r.Int(64)
-			}
+			r.Int64Into(&c.FrontendSendTsN)
 		default:
 			r.Fail()
 		}
@@ -93,21 +85,16 @@ func decodeStreamInfo(b []byte, s *tcpStreamInfo) error {
 
 func decodeStreamInfoStrict(b []byte, s *tcpStreamInfo) bool {
 	r := strictjson.New(b)
-	str := func(v *string) {
-		if !r.Null() {
-			*v = r.String()
-		}
-	}
 	r.Object(func(key []byte) {
 		switch string(key) {
 		case "address":
-			str(&s.Address)
+			r.StringInto(&s.Address)
 		case "subject":
-			str(&s.Subject)
+			r.StringInto(&s.Subject)
 		case "context":
-			str(&s.Context)
+			r.StringInto(&s.Context)
 		case "stream_type":
-			str(&s.StreamType)
+			r.StringInto(&s.StreamType)
 		case "mux":
 			if r.Null() {
 				s.Mux = nil
@@ -120,15 +107,11 @@ func decodeStreamInfoStrict(b []byte, s *tcpStreamInfo) bool {
 			r.Object(func(key []byte) {
 				switch string(key) {
 				case "version":
-					if !r.Null() {
-						m.Version = int(r.Int(strconv.IntSize))
-					}
+					r.IntInto(&m.Version)
 				case "server_id":
-					str(&m.ServerID)
+					r.StringInto(&m.ServerID)
 				case "stream_id":
-					if !r.Null() {
-						m.StreamID = r.Uint(64)
-					}
+					r.Uint64Into(&m.StreamID)
 				default:
 					r.Fail()
 				}

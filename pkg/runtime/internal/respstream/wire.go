@@ -58,9 +58,7 @@ func decodeHandshake(b []byte, hs *handshake) error {
 			r.Fail()
 			return
 		}
-		if !r.Null() {
-			*into = r.String()
-		}
+		r.StringInto(into)
 	})
 	if r.End() {
 		*hs = fast
