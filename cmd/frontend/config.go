@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dynamo-go/dynamo/cmd/internal/gcfloor"
 	"github.com/dynamo-go/dynamo/pkg/admission"
 	"github.com/dynamo-go/dynamo/pkg/frontend"
 	"github.com/dynamo-go/dynamo/pkg/openai"
@@ -26,6 +27,7 @@ type settings struct {
 	metrics               frontend.MetricsConfig
 	models                pipeline.Config
 	responses             responsesSettings
+	gcFloorMiB            int // gcfloor.Run's floor
 }
 
 // settings validates the parsed flags and reads the HTTP environment. It
@@ -55,6 +57,9 @@ func (f *flags) settings(env func(string) string) (settings, error) {
 		errs = append(errs, err)
 	}
 	if err := f.accessConfig(&s.http, env); err != nil {
+		errs = append(errs, err)
+	}
+	if s.gcFloorMiB, err = gcfloor.MiB(env(gcfloor.Env)); err != nil {
 		errs = append(errs, err)
 	}
 	if s.responses, err = f.responsesConfig(env); err != nil {

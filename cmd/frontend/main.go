@@ -24,6 +24,7 @@ import (
 
 	"github.com/dynamo-go/dynamo/cmd/internal/cli"
 	"github.com/dynamo-go/dynamo/cmd/internal/envflag"
+	"github.com/dynamo-go/dynamo/cmd/internal/gcfloor"
 	"github.com/dynamo-go/dynamo/cmd/internal/obsflags"
 	"github.com/dynamo-go/dynamo/cmd/internal/pprofserver"
 	"github.com/dynamo-go/dynamo/cmd/internal/rungroup"
@@ -130,6 +131,7 @@ func serve(ctx context.Context, s settings, rcfg runtime.Config, pprofAddr strin
 		ready <- ln.Addr().String()
 	}
 	owners := []rungroup.Owner{
+		func(ctx context.Context) error { return gcfloor.Run(ctx, s.gcFloorMiB, log) },
 		func(ctx context.Context) error { return pprofserver.Run(ctx, pprofAddr, log) },
 		rt.Run,
 		models.Run,

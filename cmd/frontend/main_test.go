@@ -116,6 +116,7 @@ func TestBadValuesExit2WithAClearMessage(t *testing.T) {
 		{[]string{"--router-conditional-disagg-eff-isl-ratio-threshold", "1.5"}, nil, "want a fraction"},
 		{[]string{"--router-conditional-disagg-eff-isl-threshold", "0"}, nil, "must be positive"},
 		{nil, map[string]string{"DYN_HTTP_BODY_LIMIT_MB": "lots"}, "DYN_HTTP_BODY_LIMIT_MB"},
+		{nil, map[string]string{"DYN_GC_MIN_HEAP_MIB": "64MiB"}, `DYN_GC_MIN_HEAP_MIB="64MiB": want a whole number of MiB`},
 		{nil, map[string]string{"DYN_HTTP_PORT": "eighty"}, "DYN_HTTP_PORT"},
 		{nil, map[string]string{"DYN_METRICS_ITL_MAX": "2s"}, "DYN_METRICS_ITL_MAX"},
 		{nil, map[string]string{"DYN_DISCOVERY_BACKEND": "zookeeper"}, "zookeeper"},

@@ -32,6 +32,7 @@ import (
 
 	"github.com/dynamo-go/dynamo/cmd/internal/cli"
 	"github.com/dynamo-go/dynamo/cmd/internal/envflag"
+	"github.com/dynamo-go/dynamo/cmd/internal/gcfloor"
 	"github.com/dynamo-go/dynamo/cmd/internal/obsflags"
 	"github.com/dynamo-go/dynamo/cmd/internal/pprofserver"
 	"github.com/dynamo-go/dynamo/cmd/internal/rungroup"
@@ -51,6 +52,7 @@ var envHelp = "\nEvery mocker flag can also be set as DYN_MOCKER_<FLAG> (e.g. DY
 	workerflags.EnvHelp +
 	"  DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT  seconds after a signal before a forced exit with code 70 (30)\n" +
 	"  DYN_PPROF_ADDR                      serve Go profiles (/debug/pprof/) on this address (off)\n" +
+	gcfloor.EnvHelp +
 	obsflags.EnvHelp
 
 // run returns the exit code: 0 after a clean shutdown, 1 when a worker
@@ -90,6 +92,7 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 	}
 	owners := []rungroup.Owner{
 		forceExit(ctx, c.hardExit, stderr),
+		func(ctx context.Context) error { return gcfloor.Run(ctx, c.gcFloorMiB, log) },
 		func(ctx context.Context) error { return pprofserver.Run(ctx, env(pprofserver.Env), log) },
 	}
 	if *mf.serveVLLM {
@@ -128,13 +131,14 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 
 // configuration is what the flags and the environment ask for.
 type configuration struct {
-	worker   worker.Config
-	runtime  runtime.Config
-	mocker   mocker.Config
-	vllm     vllmapi.Config
-	flags    *mockerFlags
-	hardExit time.Duration // DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT
-	tracing  telemetry.Config
+	worker     worker.Config
+	runtime    runtime.Config
+	mocker     mocker.Config
+	vllm       vllmapi.Config
+	flags      *mockerFlags
+	hardExit   time.Duration // DYN_WORKER_GRACEFUL_SHUTDOWN_TIMEOUT
+	gcFloorMiB int           // DYN_GC_MIN_HEAP_MIB
+	tracing    telemetry.Config
 }
 
 // configure reads the flags and the environment and checks that they
@@ -181,6 +185,9 @@ func configure(args []string, env func(string) string, stderr io.Writer) (c conf
 	}
 	tcfg, err := obsflags.Tracing(env, "mocker")
 	if err != nil {
+		return bad("%v", err)
+	}
+	if c.gcFloorMiB, err = gcfloor.MiB(env(gcfloor.Env)); err != nil {
 		return bad("%v", err)
 	}
 	c.worker, c.runtime, c.mocker, c.vllm, c.hardExit, c.tracing = wcfg, rcfg, mcfg, vcfg, hardExit, tcfg

@@ -26,6 +26,7 @@ import (
 
 	"github.com/dynamo-go/dynamo/cmd/internal/cli"
 	"github.com/dynamo-go/dynamo/cmd/internal/envflag"
+	"github.com/dynamo-go/dynamo/cmd/internal/gcfloor"
 	"github.com/dynamo-go/dynamo/cmd/internal/obsflags"
 	"github.com/dynamo-go/dynamo/cmd/internal/rungroup"
 	"github.com/dynamo-go/dynamo/cmd/internal/workerflags"
@@ -148,7 +149,7 @@ const usage = `usage: worker --engine vllm|sglang|llamacpp --engine-url URL --mo
 `
 
 var envHelp = "\nEvery engine flag can also be set as DYN_WORKER_<FLAG> (e.g. DYN_WORKER_ENGINE_URL). Engines: docs/engines.md.\n" +
-	workerflags.EnvHelp + obsflags.EnvHelp
+	workerflags.EnvHelp + gcfloor.EnvHelp + obsflags.EnvHelp
 
 // run returns the exit code: 0 after a clean shutdown, 1 when the worker
 // failed (an engine that does not answer, a model mismatch), 2 for bad
@@ -172,6 +173,13 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 		}
 	}()
 	wcfg.TracerProvider = tp.TracerProvider()
+	gcCtx, gcStop := context.WithCancel(ctx)
+	gcDone := make(chan struct{})
+	go func() {
+		defer close(gcDone)
+		_ = gcfloor.Run(gcCtx, c.gcFloorMiB, log)
+	}()
+	defer func() { gcStop(); <-gcDone }()
 	if err := runWorker(ctx, c.runtime, wcfg, bcfg, c.metrics, log); err != nil {
 		if errors.Is(err, bridge.ErrModelMismatch) {
 			err = fmt.Errorf("%w (--engine-model NAME: the name the engine serves it by; '*': accept any)", err)
@@ -184,12 +192,13 @@ func run(args []string, env func(string) string, stderr io.Writer) int {
 
 // configuration is what the flags and the environment ask for.
 type configuration struct {
-	worker  worker.Config
-	runtime runtime.Config
-	bridge  bridge.Config
-	tracing telemetry.Config
-	log     *slog.Logger
-	metrics *prometheus.Registry // the KV event subscribers' metrics are on it
+	worker     worker.Config
+	runtime    runtime.Config
+	bridge     bridge.Config
+	tracing    telemetry.Config
+	log        *slog.Logger
+	metrics    *prometheus.Registry // the KV event subscribers' metrics are on it
+	gcFloorMiB int                  // DYN_GC_MIN_HEAP_MIB
 }
 
 // configure reads the flags and the environment and checks that they
@@ -238,6 +247,9 @@ func configure(args []string, env func(string) string, stderr io.Writer) (c conf
 		return c, 2, true
 	}
 	tcfg, err := obsflags.Tracing(env, "worker")
+	if err == nil {
+		c.gcFloorMiB, err = gcfloor.MiB(env(gcfloor.Env))
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "worker:", err)
 		return c, 2, true
