@@ -156,5 +156,5 @@ const envHelp = `HTTP environment:
   DYN_DISABLE_FRONTEND_NVEXT               refuse the nvext extension (false)
   DYN_METRICS_<NAME>_{MIN,MAX,COUNT}       histogram buckets (see docs)
   DYN_PPROF_ADDR                           serve Go profiles (/debug/pprof/) on this address (off)
-  DYN_GC_MIN_HEAP_MIB                      below this heap size (MiB) the Go collector does not run (64; 0: GOGC alone)
+  DYN_GC_MIN_HEAP_MIB                      below this heap size (MiB) the Go collector does not run (32; 0: GOGC alone)
 `

@@ -6,8 +6,11 @@
 // 4 MB floor) it then collects many times a second: 8 times a second at
 // 500 requests/s on a frontend, each cycle a few milliseconds of stopped
 // or slowed requests, which is where the slowest 1 % of requests come
-// from. A floor of a few tens of megabytes makes that a cycle every few
-// seconds, at the cost of that much memory. Once the live heap is large,
+// from. A floor of a few tens of megabytes makes that a cycle every
+// second or two, at the cost of that much memory. (A larger one costs
+// where the live heap is tens of megabytes already: a long
+// conversation's turns went 8-12 % slower with 64 MiB, none with 32 MiB,
+// docs/benchmarks.md.) Once the live heap is large,
 // the floor is moot and GOGC works as set.
 package gcfloor
 
@@ -28,10 +31,10 @@ import (
 const Env = "DYN_GC_MIN_HEAP_MIB"
 
 // DefaultMiB is the floor when Env is unset.
-const DefaultMiB = 64
+const DefaultMiB = 32
 
 // EnvHelp documents Env, for a command's --help.
-const EnvHelp = "  " + Env + "                 below this heap size (MiB) the Go collector does not run (64; 0: GOGC alone)\n"
+const EnvHelp = "  " + Env + "                 below this heap size (MiB) the Go collector does not run (32; 0: GOGC alone)\n"
 
 // MiB returns the floor Env asks for, in MiB: DefaultMiB when it is
 // unset, and an error for anything but a non-negative integer.
