@@ -152,33 +152,27 @@ func (w *jsonWriter) key(k string) {
 	w.b = append(append(append(w.b, '"'), k...), '"', ':')
 }
 
-func (w *jsonWriter) optUint32(k string, v *uint32) {
+// opt writes key k and v's value, appended by value, when v is set.
+func opt[T any](w *jsonWriter, k string, v *T, value func([]byte, T) []byte) {
 	if v != nil {
 		w.key(k)
-		w.b = strconv.AppendUint(w.b, uint64(*v), 10)
+		w.b = value(w.b, *v)
 	}
+}
+
+func (w *jsonWriter) optUint32(k string, v *uint32) {
+	opt(w, k, v, func(b []byte, x uint32) []byte { return strconv.AppendUint(b, uint64(x), 10) })
 }
 
 func (w *jsonWriter) optUint64(k string, v *uint64) {
-	if v != nil {
-		w.key(k)
-		w.b = strconv.AppendUint(w.b, *v, 10)
-	}
+	opt(w, k, v, func(b []byte, x uint64) []byte { return strconv.AppendUint(b, x, 10) })
 }
 
 func (w *jsonWriter) optInt(k string, v *int) {
-	if v != nil {
-		w.key(k)
-		w.b = strconv.AppendInt(w.b, int64(*v), 10)
-	}
+	opt(w, k, v, func(b []byte, x int) []byte { return strconv.AppendInt(b, int64(x), 10) })
 }
 
-func (w *jsonWriter) optBool(k string, v *bool) {
-	if v != nil {
-		w.key(k)
-		w.b = strconv.AppendBool(w.b, *v)
-	}
-}
+func (w *jsonWriter) optBool(k string, v *bool) { opt(w, k, v, strconv.AppendBool) }
 
 func (w *jsonWriter) flag(k string, v bool) {
 	if v {
@@ -188,10 +182,7 @@ func (w *jsonWriter) flag(k string, v bool) {
 }
 
 func (w *jsonWriter) optString(k string, v *string) {
-	if v != nil {
-		w.key(k)
-		w.str(*v)
-	}
+	opt(w, k, v, func(b []byte, x string) []byte { return strictjson.AppendString(b, x, true) })
 }
 
 // optFloat writes a float64 as encoding/json does: the shortest decimal
